@@ -1,0 +1,7 @@
+// Umbrella for everything that needs no GPU toolchain, no NCCL and no MPI.
+#pragma once
+
+#include "core.hpp"
+#include "algo.hpp"
+#include "host.hpp"
+#include "bench.hpp"
