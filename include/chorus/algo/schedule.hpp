@@ -143,6 +143,10 @@ struct Schedule {
 // Throws chorus::Error (code internal) if the pairs do not line up: a generator bug.
 inline void link(Schedule& schedule) {
   const int n = schedule.ranks;
+  if (n < 1 || schedule.steps.size() != static_cast<std::size_t>(n)) {
+    throw Error(ErrorCode::internal, chorus::detail::concat("chorus::algo::link: schedule for ", n, " ranks has ",
+                                                            schedule.steps.size(), " step lists"));
+  }
   const auto pair = [n](int from, int to) { return static_cast<std::size_t>(from) * n + to; };
   std::vector<std::vector<std::uint32_t>> sends(static_cast<std::size_t>(n) * n);
   for (int rank = 0; rank < n; ++rank) {
@@ -152,7 +156,7 @@ inline void link(Schedule& schedule) {
       Step& step = steps[i];
       if (step.op != Op::send) continue;
       if (step.peer < 0 || step.peer >= n || step.peer == rank) {
-        throw Error(ErrorCode::internal, detail::concat("chorus::algo::link: rank ", rank, " step ", i,
+        throw Error(ErrorCode::internal, chorus::detail::concat("chorus::algo::link: rank ", rank, " step ", i,
                                                         " sends to invalid peer ", step.peer));
       }
       step.match = ++ordinal[step.peer];
@@ -166,20 +170,20 @@ inline void link(Schedule& schedule) {
       Step& step = steps[i];
       if (!is_recv(step.op)) continue;
       if (step.peer < 0 || step.peer >= n || step.peer == rank) {
-        throw Error(ErrorCode::internal, detail::concat("chorus::algo::link: rank ", rank, " step ", i,
+        throw Error(ErrorCode::internal, chorus::detail::concat("chorus::algo::link: rank ", rank, " step ", i,
                                                         " receives from invalid peer ", step.peer));
       }
       const auto& queue = sends[pair(step.peer, rank)];
       const std::size_t k = taken[step.peer]++;
       if (k >= queue.size()) {
         throw Error(ErrorCode::internal,
-                    detail::concat("chorus::algo::link: rank ", rank, " step ", i, " receives message ", k + 1,
+                    chorus::detail::concat("chorus::algo::link: rank ", rank, " step ", i, " receives message ", k + 1,
                                    " from rank ", step.peer, ", which sends only ", queue.size()));
       }
       const Step& send = schedule.steps[step.peer][queue[k]];
       if (send.count != step.count) {
         throw Error(ErrorCode::internal,
-                    detail::concat("chorus::algo::link: rank ", rank, " step ", i, " receives ", step.count,
+                    chorus::detail::concat("chorus::algo::link: rank ", rank, " step ", i, " receives ", step.count,
                                    " elements but rank ", step.peer, " step ", queue[k], " sends ", send.count));
       }
       step.match = queue[k];
@@ -187,7 +191,7 @@ inline void link(Schedule& schedule) {
     for (int peer = 0; peer < n; ++peer) {
       if (peer != rank && taken[peer] != sends[pair(peer, rank)].size()) {
         throw Error(ErrorCode::internal,
-                    detail::concat("chorus::algo::link: rank ", peer, " sends ", sends[pair(peer, rank)].size(),
+                    chorus::detail::concat("chorus::algo::link: rank ", peer, " sends ", sends[pair(peer, rank)].size(),
                                    " messages to rank ", rank, ", which receives ", taken[peer]));
       }
     }

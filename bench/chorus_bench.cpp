@@ -1,0 +1,312 @@
+// chorus-bench: nccl-tests' collective benchmark, over chorus backends. Same flags (-b -e -f -i
+// -n -w -c -d -o -r), same table (out-of-place and in-place time, algbw, busbw, #wrong), same
+// busbw factors (include/chorus/bench/bandwidth.hpp), same footer. Exits 1 if any value is wrong,
+// 2 on a usage or runtime error.
+//
+// Differences from nccl-tests, each on purpose:
+//   - ranks are threads of this process (--ranks), not MPI processes x -t threads x -g GPUs;
+//   - -w defaults to 5 warm-up calls (older nccl-tests' default; current is 1): on a CPU backend
+//     the first calls pay for page faults and waking sleeping threads;
+//   - one binary for every collective (--collective) instead of one binary per collective;
+//   - a call's time is the slowest rank's: the collective is done only when its last rank is.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <chorus/bench.hpp>
+#include <chorus/host.hpp>
+
+namespace {
+
+using chorus::Algorithm;
+using chorus::DataType;
+using chorus::ReduceOp;
+using chorus::algo::Collective;
+namespace bench = chorus::bench;
+
+struct Config {
+  Collective collective = Collective::all_reduce;
+  Algorithm algorithm = Algorithm::automatic;
+  int ranks = 4;
+  bench::SweepSpec sweep;
+  int iters = 20;
+  int warmup = 5;
+  int check_iters = 1;
+  std::vector<DataType> types;
+  std::vector<ReduceOp> ops;
+  std::vector<int> roots;
+  std::string json_path;
+};
+
+chorus::Error usage_error(const std::string& message) {
+  return chorus::Error(chorus::ErrorCode::invalid_argument, message);
+}
+
+int default_ranks() {
+  // Every rank is a thread that spins while it waits: more ranks than cores measures the scheduler.
+  const auto cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores, 2, 8);
+}
+
+std::vector<int> parse_roots(const std::string& text, int ranks) {
+  std::vector<int> roots;
+  if (text == "all") {
+    for (int r = 0; r < ranks; ++r) roots.push_back(r);
+    return roots;
+  }
+  std::size_t used = 0;
+  int root = -1;
+  try {
+    root = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty()) throw usage_error("-r expects a rank or \"all\", got \"" + text + "\"");
+  if (root < 0 || root >= ranks) {
+    throw usage_error("root " + text + " is out of range for " + std::to_string(ranks) + " ranks");
+  }
+  return {root};
+}
+
+// Memory that a correct call overwrites starts as this pattern, so a step that forgets to write
+// its output cannot pass on a previous call's results. 0xA5 bytes are a NaN-free, never-expected
+// value in every type the check uses.
+template <class T>
+void poison(T* data, std::size_t count) {
+  if (count == 0) return;  // data may be null then, which memset does not allow
+  std::memset(static_cast<void*>(data), 0xA5, count * sizeof(T));
+}
+
+struct RankTimes {
+  std::vector<double> seconds;
+  std::vector<std::size_t> wrong;
+  explicit RankTimes(int ranks) : seconds(ranks, 0.0), wrong(ranks, 0) {}
+};
+
+// Where one placement's pointers lie. `memory` is everything a correct call may overwrite,
+// poisoned before each check.
+template <class T>
+struct Placement {
+  T* send;
+  T* recv;
+  T* memory;
+  std::size_t memory_count;
+};
+
+// One placement of one row on one rank: warm up, time, then check `check_iters` times.
+template <class T>
+void measure(chorus::host::Comm& comm, const Config& config, const bench::Check<T>& check, Placement<T> at,
+             std::size_t count, ReduceOp op, int root, RankTimes& out) {
+  const int rank = comm.rank();
+  const auto call = [&] {
+    bench::call_collective(comm, config.collective, at.send, at.recv, count, op, root, config.algorithm);
+  };
+  check.fill_input(rank, at.send);
+  out.seconds[rank] = bench::seconds_per_call(comm, config.warmup, config.iters, call);
+  for (int i = 0; i < config.check_iters; ++i) {
+    poison(at.memory, at.memory_count);
+    check.fill_input(rank, at.send);
+    call();
+    out.wrong[rank] += check.count_wrong(rank, at.recv);
+  }
+}
+
+template <class T>
+bench::Row run_row(chorus::host::Team& team, const Config& config, std::size_t sweep_bytes, ReduceOp op, int root) {
+  const int n = config.ranks;
+  const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, sizeof(T), n);
+  const bench::Check<T> check(config.collective, op, n, root, shape.count);
+  RankTimes out_of_place(n), in_place(n);
+  team.run([&](chorus::host::Comm& comm) {
+    {
+      std::vector<T> send(shape.input_count), recv(shape.output_count);
+      const Placement<T> apart{send.data(), recv.data(), recv.data(), recv.size()};
+      measure(comm, config, check, apart, shape.count, op, root, out_of_place);
+    }  // freed before the in-place buffer is allocated: peak memory stays at two buffers per rank
+    const bench::InPlaceLayout layout = bench::in_place_layout(config.collective, comm.rank(), n, shape.count);
+    std::vector<T> buffer(layout.buffer_count);
+    const Placement<T> shared{buffer.data() + layout.send_offset, buffer.data() + layout.recv_offset, buffer.data(),
+                              buffer.size()};
+    measure(comm, config, check, shared, shape.count, op, root, in_place);
+  });
+
+  const auto combine = [&](const RankTimes& times) {
+    const double slowest = *std::max_element(times.seconds.begin(), times.seconds.end());
+    std::optional<std::size_t> wrong;
+    if (config.check_iters > 0) {
+      wrong = 0;
+      for (std::size_t w : times.wrong) *wrong += w;
+    }
+    return bench::make_result(config.collective, n, shape.bytes, slowest, wrong);
+  };
+  bench::Row row;
+  row.bytes = shape.bytes;
+  row.elements = shape.elements;
+  row.type = bench::nccl_name(chorus::data_type_v<T>);
+  row.redop = bench::reduces(config.collective) ? chorus::to_string(op) : "none";
+  row.root = bench::has_root(config.collective) ? root : -1;
+  row.out_of_place = combine(out_of_place);
+  row.in_place = combine(in_place);
+  return row;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+void print_preamble(const Config& config, const std::vector<std::size_t>& sizes) {
+  std::printf("# chorus-bench %s: %s on the host backend (ranks are threads of one process)\n", CHORUS_VERSION,
+              chorus::algo::to_string(config.collective));
+  std::printf("# ranks %d", config.ranks);
+  if (config.collective == Collective::all_reduce) std::printf(" algorithm %s", chorus::to_string(config.algorithm));
+  std::printf(" minBytes %zu maxBytes %zu", config.sweep.min_bytes, config.sweep.max_bytes);
+  if (config.sweep.step_factor != 0) {
+    std::printf(" step: %zu(factor)", config.sweep.step_factor);
+  } else {
+    std::printf(" step: %zu(bytes)", config.sweep.step_bytes);
+  }
+  std::printf(" warmup iters: %d iters: %d validation: %d sizes: %zu\n", config.warmup, config.iters,
+              config.check_iters, sizes.size());
+  std::printf("#\n# Using devices\n");
+  const std::string host = host_name();
+  for (int r = 0; r < config.ranks; ++r) {
+    std::printf("#  Rank %2d Pid %6d on %10s host thread %2d\n", r, static_cast<int>(getpid()), host.c_str(), r);
+  }
+  std::printf("#\n%s", bench::table_header().c_str());
+  std::fflush(stdout);
+}
+
+nlohmann::json to_json(const bench::Result& result) {
+  nlohmann::json j{{"time_us", result.seconds * 1e6}, {"algbw_gbps", result.algbw}, {"busbw_gbps", result.busbw}};
+  j["wrong"] = result.wrong ? nlohmann::json(*result.wrong) : nlohmann::json(nullptr);
+  return j;
+}
+
+void write_json(const Config& config, const std::vector<bench::Row>& rows) {
+  nlohmann::json doc;
+  doc["tool"] = "chorus-bench";
+  doc["version"] = CHORUS_VERSION;
+  doc["backend"] = "host";
+  doc["collective"] = chorus::algo::to_string(config.collective);
+  doc["algorithm"] = chorus::to_string(config.algorithm);
+  doc["ranks"] = config.ranks;
+  doc["iters"] = config.iters;
+  doc["warmup"] = config.warmup;
+  doc["check_iters"] = config.check_iters;
+  for (const bench::Row& row : rows) {
+    doc["rows"].push_back({{"size", row.bytes},
+                           {"count", row.elements},
+                           {"type", row.type},
+                           {"redop", row.redop},
+                           {"root", row.root},
+                           {"out_of_place", to_json(row.out_of_place)},
+                           {"in_place", to_json(row.in_place)}});
+  }
+  doc["out_of_bounds"] = bench::total_wrong(rows);
+  doc["avg_busbw_gbps"] = bench::average_busbw(rows);
+  std::ofstream file(config.json_path);
+  file << doc.dump(2) << "\n";
+  if (!file) throw usage_error("cannot write JSON to " + config.json_path);
+}
+
+int run(const Config& config) {
+  const std::vector<std::size_t> sizes = bench::size_sweep(config.sweep);
+  print_preamble(config, sizes);
+  chorus::host::Team team(config.ranks);
+  std::vector<bench::Row> rows;
+  const std::vector<ReduceOp> ops = bench::reduces(config.collective) ? config.ops : std::vector<ReduceOp>{ReduceOp::sum};
+  const std::vector<int> roots = bench::has_root(config.collective) ? config.roots : std::vector<int>{0};
+  for (DataType type : config.types) {
+    for (ReduceOp op : ops) {
+      for (int root : roots) {
+        for (std::size_t bytes : sizes) {
+          chorus::visit_type(type, [&](auto tag) {
+            rows.push_back(run_row<decltype(tag)>(team, config, bytes, op, root));
+          });
+          std::fputs(bench::format_row(rows.back()).c_str(), stdout);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  std::fputs(bench::table_footer(rows).c_str(), stdout);
+  if (!config.json_path.empty()) write_json(config, rows);
+  return bench::total_wrong(rows) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"chorus-bench: nccl-tests compatible collective benchmark on chorus backends.\n"
+               "Sizes take K, M, G suffixes (binary: 1K = 1024). Exit status: 0 all values right, "
+               "1 some #wrong > 0, 2 error."};
+  std::string min_text = "32M", max_text = "32M", step_text = "1M", type_text = "float", op_text = "sum";
+  std::string root_text = "0", algo_text = "automatic", backend = "host", collective_text = "all_reduce";
+  std::size_t factor = 0;
+  Config config;
+  config.ranks = default_ranks();
+  app.add_option("-b,--minbytes", min_text, "smallest size in bytes")->capture_default_str();
+  app.add_option("-e,--maxbytes", max_text, "largest size in bytes")->capture_default_str();
+  app.add_option("-i,--stepbytes", step_text, "add this many bytes per step (without -f)")->capture_default_str();
+  app.add_option("-f,--stepfactor", factor, "multiply the size by this factor per step (>= 2; overrides -i)");
+  app.add_option("-n,--iters", config.iters, "timed calls per size")->capture_default_str()->check(CLI::Range(1, 1 << 30));
+  app.add_option("-w,--warmup_iters", config.warmup, "untimed calls before timing")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("-c,--check", config.check_iters, "correctness checks per size (0: none, #wrong shows N/A)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("-d,--datatype", type_text, std::string("element type: ") + bench::kDataTypeChoices)
+      ->capture_default_str();
+  app.add_option("-o,--op", op_text, std::string("reduction: ") + bench::kReduceOpChoices)->capture_default_str();
+  app.add_option("-r,--root", root_text, "root rank of broadcast and reduce, or all")->capture_default_str();
+  app.add_option("--ranks", config.ranks, "number of ranks (default: cores, between 2 and 8)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--algo", algo_text, std::string("all_reduce algorithm: ") + bench::kAlgorithmChoices)
+      ->capture_default_str();
+  app.add_option("--collective", collective_text, std::string("collective: ") + bench::kCollectiveChoices)
+      ->capture_default_str();
+  app.add_option("--backend", backend, "backend: host (the only one in this build)")->capture_default_str();
+  app.add_option("-J,--json", config.json_path, "also write the results as JSON to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);  // prints help or the parse error
+    return status == 0 ? 0 : 2;
+  }
+
+  try {
+    if (backend != "host") throw usage_error("backend " + backend + " is not available in this build (available: host)");
+    config.collective = bench::parse_collective(collective_text);
+    config.algorithm = bench::parse_algorithm(algo_text);
+    if (config.algorithm != Algorithm::automatic && config.collective != Collective::all_reduce) {
+      throw usage_error(std::string("--algo applies to all_reduce only; ") +
+                        chorus::algo::to_string(config.collective) + " chooses its own pattern");
+    }
+    config.sweep.min_bytes = bench::parse_size(min_text);
+    config.sweep.max_bytes = bench::parse_size(max_text);
+    config.sweep.step_bytes = bench::parse_size(step_text);
+    config.sweep.step_factor = factor;
+    config.types = bench::parse_data_types(type_text);
+    config.ops = bench::parse_reduce_ops(op_text);
+    config.roots = parse_roots(root_text, config.ranks);
+    return run(config);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "chorus-bench: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,81 @@
+// Algorithm and bus bandwidth, defined exactly as nccl-tests defines them, so chorus-bench numbers
+// can be laid next to published nccl-tests tables.
+//
+// A row of the size sweep is given in bytes (S). For each collective that byte count fixes the
+// count passed to the call, the buffer sizes, and the numerator of algbw:
+//
+//   collective       call count (elements)     algbw numerator     busbw factor
+//   all_reduce       S / size                  count * size         2(n-1)/n
+//   reduce_scatter   S / size / n  (per rank)  count * size * n     (n-1)/n
+//   all_gather       S / size / n  (per rank)  count * size * n     (n-1)/n
+//   all_to_all       S / size / n  (per peer)  count * size * n     (n-1)/n
+//   broadcast        S / size                  count * size         1
+//   reduce           S / size                  count * size         1
+//
+// algbw = bytes / time with GB = 1e9. busbw = algbw * factor: the rate each rank's link would
+// have to sustain if the algorithm were optimal, e.g. all_reduce moves every element 2(n-1) times
+// over n links, so busbw compares against the hardware peak for any n. With n = 1 the factors
+// of 2(n-1)/n and (n-1)/n are 0 (nothing crosses a link), as in nccl-tests.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+
+#include "../algo/schedule.hpp"
+
+namespace chorus::bench {
+
+inline double bus_factor(algo::Collective collective, int ranks) {
+  const double n = ranks;
+  switch (collective) {
+    case algo::Collective::all_reduce: return 2.0 * (n - 1.0) / n;
+    case algo::Collective::reduce_scatter:
+    case algo::Collective::all_gather:
+    case algo::Collective::all_to_all: return (n - 1.0) / n;
+    case algo::Collective::broadcast:
+    case algo::Collective::reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+// Whether the collective's count is per rank (the sweep's bytes are split n ways).
+inline bool count_is_per_rank(algo::Collective collective) {
+  return collective == algo::Collective::reduce_scatter || collective == algo::Collective::all_gather ||
+         collective == algo::Collective::all_to_all;
+}
+
+// What one sweep size means for one collective (all counts in elements).
+struct Shape {
+  std::size_t count = 0;         // passed to the call
+  std::size_t input_count = 0;   // elements of each rank's send buffer
+  std::size_t output_count = 0;  // elements of each rank's receive buffer
+  std::size_t bytes = 0;         // the table's "size" column and algbw's numerator
+  std::size_t elements = 0;      // the table's "count" column: sweep bytes / element size
+};
+
+// Sizes that do not divide evenly round down, as nccl-tests does: 10 bytes of float all_reduce
+// moves 2 elements, and 16 bytes of float all_gather on 3 ranks moves 1 element per rank.
+inline Shape shape_of(algo::Collective collective, std::size_t sweep_bytes, std::size_t element_size,
+                      int ranks) {
+  Shape shape;
+  const auto n = static_cast<std::size_t>(ranks);
+  shape.elements = sweep_bytes / element_size;
+  shape.count = count_is_per_rank(collective) ? shape.elements / n : shape.elements;
+  const std::size_t total = count_is_per_rank(collective) ? shape.count * n : shape.count;
+  shape.input_count = collective == algo::Collective::all_gather ? shape.count : total;
+  shape.output_count = collective == algo::Collective::reduce_scatter ? shape.count : total;
+  shape.bytes = std::max(shape.input_count, shape.output_count) * element_size;
+  return shape;
+}
+
+// GB/s with GB = 1e9. A zero or negative time (a 0-byte row timed below the clock's
+// resolution) reports 0 rather than infinity.
+inline double algbw_gbps(std::size_t bytes, double seconds) {
+  return seconds > 0.0 ? static_cast<double>(bytes) / 1.0e9 / seconds : 0.0;
+}
+
+inline double busbw_gbps(algo::Collective collective, int ranks, std::size_t bytes, double seconds) {
+  return algbw_gbps(bytes, seconds) * bus_factor(collective, ranks);
+}
+
+}  // namespace chorus::bench

@@ -1,0 +1,146 @@
+// The memory the ranks of one communicator share. Each field has one writer (named below); the
+// others read it after an acquire of the atomic that the writer released, so the data path
+// needs no locks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "channel.hpp"
+#include "descriptor.hpp"
+#include "fault.hpp"
+#include "schedule_cache.hpp"
+#include "scratch_buffer.hpp"
+
+namespace chorus::host::detail {
+
+class SharedState;
+
+// Packs (call sequence, steps posted) so one acquire load tells a receiver both that the sender
+// is in the same call and how far it got. The sequence is kept modulo 2^32: a receiver only ever
+// waits for a peer that is in the same call or the one before.
+inline std::uint64_t progress_word(std::uint64_t sequence, std::uint64_t steps) {
+  return (sequence << 32) | (steps & 0xffffffffu);
+}
+inline bool progress_reached(std::uint64_t word, std::uint64_t sequence, std::uint64_t steps) {
+  return (word >> 32) == (sequence & 0xffffffffu) && (word & 0xffffffffu) >= steps;
+}
+
+// Everything one rank publishes; written by that rank only.
+struct alignas(64) RankSlot {
+  // Steps posted in the current call (a send is visible to its receiver once posted).
+  std::atomic<std::uint64_t> progress{0};
+  // Buffer bases for the current call, published before the first progress store.
+  const std::byte* input = nullptr;
+  std::byte* output = nullptr;
+  std::byte* scratch = nullptr;
+  Descriptor calls[2];
+  // 1 + the rank whose memory this rank is reading right now, else 0. A rank leaving a call
+  // with an error aborts the team, then waits until no peer reads its buffers, so the caller
+  // may free them: a reader sets this, then checks the abort flag (both sequentially
+  // consistent), so either the reader sees the abort and does not read, or the leaving rank
+  // sees the marker and waits.
+  std::atomic<int> reading{0};
+  ScratchBuffer scratch_memory;
+  // split(): the new communicator's state, created by the first member of a colour and read by
+  // the others after a barrier.
+  std::shared_ptr<SharedState> handoff;
+};
+
+struct alignas(64) Counter {
+  std::atomic<std::uint64_t> value{0};
+};
+
+class SharedState {
+ public:
+  // `team_ranks[r]` is the Team rank of this communicator's rank r (for messages and exit checks).
+  SharedState(std::shared_ptr<Fault> fault, std::vector<int> team_ranks, bool is_team)
+      : fault_(std::move(fault)),
+        team_ranks_(std::move(team_ranks)),
+        size_(static_cast<int>(team_ranks_.size())),
+        is_team_(is_team),
+        slots_(new RankSlot[team_ranks_.size()]),
+        acks_(new Counter[team_ranks_.size() * team_ranks_.size()]),
+        channels_(new Channel[team_ranks_.size() * team_ranks_.size()]) {}
+
+  int size() const { return size_; }
+  bool is_team() const { return is_team_; }
+  int team_rank(int rank) const { return team_ranks_[static_cast<std::size_t>(rank)]; }
+  Fault& fault() const { return *fault_; }
+  const std::shared_ptr<Fault>& fault_ptr() const { return fault_; }
+
+  RankSlot& slot(int rank) const { return slots_[static_cast<std::size_t>(rank)]; }
+  // Sends from `from` to `to` that `to` has consumed, over the communicator's lifetime; written by `to`.
+  std::atomic<std::uint64_t>& acks(int from, int to) const { return acks_[index(from, to)].value; }
+  Channel& channel(int from, int to) const { return channels_[index(from, to)]; }
+  ScheduleStore& schedules() const { return schedules_; }
+
+  // Called by a rank leaving a call with an exception (`reason`): make sure the team is aborted
+  // (so no peer starts reading this rank's memory), then wait out reads in progress. Reads are
+  // plain copies that never wait, so this ends quickly.
+  void withdraw(int rank, const char* reason) const noexcept {
+    if (!fault_->aborted()) {
+      try {
+        fault_->abort(team_rank(rank), ErrorCode::peer_failed, reason);
+      } catch (...) {  // no memory for the message: the flag matters more
+        fault_->abort(team_rank(rank), ErrorCode::peer_failed, std::string());
+      }
+    }
+    for (int peer = 0; peer < size_; ++peer) {
+      for (int round = 0; peer != rank && slot(peer).reading.load(std::memory_order_seq_cst) == rank + 1; ++round) {
+        if (round > 64) std::this_thread::yield();
+      }
+    }
+  }
+
+  // A reader's side of the handshake above: returns false (and reads nothing) once aborted.
+  bool start_reading(int rank, int peer) const {
+    slot(rank).reading.store(peer + 1, std::memory_order_seq_cst);
+    if (fault_->aborted_strict()) {
+      slot(rank).reading.store(0, std::memory_order_relaxed);
+      return false;
+    }
+    return true;
+  }
+  void stop_reading(int rank) const { slot(rank).reading.store(0, std::memory_order_release); }
+
+  // Only between runs: no rank thread is alive. Scratch memory is kept for the next run.
+  void reset() {
+    for (int r = 0; r < size_; ++r) {
+      RankSlot& s = slot(r);
+      s.progress.store(0, std::memory_order_relaxed);
+      s.reading.store(0, std::memory_order_relaxed);
+      s.input = nullptr;
+      s.output = nullptr;
+      s.scratch = nullptr;
+      for (Descriptor& d : s.calls) d.sequence.store(0, std::memory_order_relaxed);
+      s.handoff.reset();
+    }
+    for (std::size_t i = 0; i < static_cast<std::size_t>(size_) * size_; ++i) {
+      acks_[i].value.store(0, std::memory_order_relaxed);
+      channels_[i].reset();
+    }
+  }
+
+ private:
+  std::size_t index(int from, int to) const {
+    return static_cast<std::size_t>(from) * static_cast<std::size_t>(size_) + static_cast<std::size_t>(to);
+  }
+
+  std::shared_ptr<Fault> fault_;
+  std::vector<int> team_ranks_;
+  int size_;
+  bool is_team_;
+  std::unique_ptr<RankSlot[]> slots_;
+  std::unique_ptr<Counter[]> acks_;
+  std::unique_ptr<Channel[]> channels_;
+  mutable ScheduleStore schedules_;
+};
+
+}  // namespace chorus::host::detail

@@ -1,0 +1,114 @@
+// chorus::host::Team: n ranks as n threads of this process. run(fn) calls fn(Comm&) on every rank,
+// each on its own thread, and returns when all have returned. If any rank throws, the team is
+// aborted so every peer still waiting in chorus is released (with chorus::Error naming the
+// failed rank), and run rethrows the original exception, not the consequences. A Team can run
+// again after a failed run.
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "comm.hpp"
+#include "fault.hpp"
+#include "shared_state.hpp"
+
+namespace chorus::host {
+
+class Team {
+ public:
+  explicit Team(int size) : size_(checked_size(size)), running_(std::make_unique<std::atomic<bool>>(false)) {
+    std::vector<int> team_ranks;
+    for (int r = 0; r < size_; ++r) team_ranks.push_back(r);
+    fault_ = std::make_shared<detail::Fault>(size_);
+    world_ = std::make_shared<detail::SharedState>(fault_, std::move(team_ranks), true);
+  }
+  Team(Team&&) noexcept = default;
+  Team& operator=(Team&&) noexcept = default;
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  ~Team() = default;
+
+  int size() const { return size_; }
+
+  template <class Fn>
+  void run(Fn&& fn) {
+    bool idle = false;
+    if (!running_->compare_exchange_strong(idle, true)) {
+      throw Error(ErrorCode::invalid_argument, "chorus::host::Team::run: this team is already running");
+    }
+    struct Done {
+      std::atomic<bool>& running;
+      ~Done() { running.store(false); }
+    } done{*running_};
+    fault_->reset();
+    world_->reset();
+
+    const auto n = static_cast<std::size_t>(size_);
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<char> released(n, 0);
+    auto body = [&](int rank) {
+      const auto r = static_cast<std::size_t>(rank);
+      try {
+        Comm comm(world_, rank);
+        fn(comm);
+      } catch (const detail::Released&) {
+        errors[r] = std::current_exception();
+        released[r] = 1;
+      } catch (const std::exception& e) {
+        errors[r] = std::current_exception();
+        fault_->abort(rank, ErrorCode::peer_failed, e.what());
+      } catch (...) {
+        errors[r] = std::current_exception();
+        fault_->abort(rank, ErrorCode::peer_failed, "threw an exception that is not a std::exception");
+      }
+      fault_->mark_exited(rank);
+    };
+
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    try {
+      for (int rank = 0; rank < size_; ++rank) threads.emplace_back(body, rank);
+    } catch (...) {  // could not start every thread: release the ones that run, then report
+      fault_->abort(static_cast<int>(threads.size()), ErrorCode::peer_failed, "its thread could not be started");
+      for (int rank = static_cast<int>(threads.size()); rank < size_; ++rank) fault_->mark_exited(rank);
+      for (std::thread& thread : threads) thread.join();
+      throw;
+    }
+    for (std::thread& thread : threads) thread.join();
+
+    // The rank that aborted the team holds the cause; others hold consequences.
+    const int cause = fault_->cause();
+    if (cause >= 0 && cause < size_ && errors[static_cast<std::size_t>(cause)] &&
+        !released[static_cast<std::size_t>(cause)]) {
+      std::rethrow_exception(errors[static_cast<std::size_t>(cause)]);
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      if (errors[r] && !released[r]) std::rethrow_exception(errors[r]);
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      if (errors[r]) std::rethrow_exception(errors[r]);
+    }
+  }
+
+ private:
+  static int checked_size(int size) {
+    if (size < 1) {
+      throw Error(ErrorCode::invalid_argument,
+                  chorus::detail::concat("chorus::host::Team: size must be at least 1, got ", size));
+    }
+    return size;
+  }
+
+  int size_;
+  std::unique_ptr<std::atomic<bool>> running_;
+  std::shared_ptr<detail::Fault> fault_;
+  std::shared_ptr<detail::SharedState> world_;
+};
+
+}  // namespace chorus::host

@@ -1,0 +1,368 @@
+// Builds a Topology from `nvidia-smi topo -m`. The matrix says how far apart each pair is, not
+// how the machine is wired, so the reader derives the simplest PCIe tree that prints the same
+// matrix, and checks that it does (an inconsistent matrix is an error, not a guess):
+//   - NUMA nodes: devices joined by PIX/PXB/PHB/NODE share one, as do GPUs with the same NUMA
+//     (or CPU) Affinity. A pair joined by NVLink hides its PCIe relation; such groups are merged
+//     into one NUMA node unless a SYS entry or the affinity columns keep them apart.
+//   - within a NUMA node, PIX/PXB/PHB pairs share a host bridge; PIX/PXB pairs a top switch;
+//     PIX pairs one switch below it. A device alone on its host bridge hangs directly off the CPU.
+//   - NV<k>: k bonded links between the pair. When a GPU's links add up to more than any GPU has
+//     (18), the GPUs must reach each other through NVSwitches: k links from each to the fabric.
+// The matrix does not say which GPUs, CPUs or PCIe generation a machine has. Unless the caller
+// says (NvsmiOptions), the GPU generation is guessed from the NVLink count per GPU (18 Hopper,
+// 12 Ampere, 5 or 6 Volta, 1-4 Pascal's DGX-1 pattern, NVLink bridges: see infer_sm), the PCIe
+// generation is the one that generation shipped with, and the CPU is the one NVIDIA's DGX of that
+// generation uses (DGX-1: Broadwell, DGX A100: AMD Rome, DGX H100: Sapphire Rapids).
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bandwidth.hpp"
+#include "cpuset.hpp"
+#include "nvsmi_parser.hpp"
+#include "path.hpp"
+#include "text_file.hpp"
+#include "topology.hpp"
+
+namespace chorus::topo {
+
+struct NvsmiOptions {
+  int sm = 0;                          // GPU compute capability (80 = A100); 0 = infer
+  int pcie_generation = 0;             // 0 = typical for the GPU generation
+  CpuFamily cpu = CpuFamily::unknown;  // unknown = the DGX CPU of the GPU generation
+};
+
+// No GPU has more NVLinks than this (H100, B200: 18).
+constexpr int kMaxNvlinksPerGpu = 18;
+
+// Guesses the GPU generation from the most NVLinks any GPU has (to peers or to the NVSwitch
+// fabric): 18 H100 (SM90), 12 A100 (SM80), 5-6 V100 (SM70), 1-4 the P100 DGX-1 or a PCIe card
+// pair with an NVLink bridge (SM70: the per-link figure of V100 and A100, 20 GB/s), 0 unknown.
+inline int infer_sm(int max_links_per_gpu) {
+  if (max_links_per_gpu >= 18) return 90;
+  if (max_links_per_gpu >= 12) return 80;
+  if (max_links_per_gpu >= 1) return 70;
+  return 0;
+}
+
+// The CPU a DGX of that GPU generation ships with.
+inline CpuFamily typical_cpu_family(int sm) {
+  if (sm >= 100) return CpuFamily::intel_emerald_rapids;
+  if (sm >= 90) return CpuFamily::intel_sapphire_rapids;
+  if (sm >= 80) return CpuFamily::amd;
+  if (sm >= 60) return CpuFamily::intel_broadwell;
+  return CpuFamily::unknown;
+}
+
+// CPU attributes (as /proc/cpuinfo and NCCL's XML spell them) of a representative of a family.
+inline CpuInfo representative_cpu(CpuFamily family) {
+  CpuInfo cpu;
+  cpu.arch = "x86_64";
+  switch (family) {
+    case CpuFamily::intel_broadwell: cpu.vendor = "GenuineIntel", cpu.family_id = 6, cpu.model_id = 79; break;
+    case CpuFamily::intel_skylake: cpu.vendor = "GenuineIntel", cpu.family_id = 6, cpu.model_id = 85; break;
+    case CpuFamily::intel_sapphire_rapids: cpu.vendor = "GenuineIntel", cpu.family_id = 6, cpu.model_id = 143; break;
+    case CpuFamily::intel_emerald_rapids: cpu.vendor = "GenuineIntel", cpu.family_id = 6, cpu.model_id = 207; break;
+    case CpuFamily::amd: cpu.vendor = "AuthenticAMD", cpu.family_id = 23, cpu.model_id = 49; break;
+    case CpuFamily::zhaoxin: cpu.vendor = "CentaurHauls", cpu.family_id = 7, cpu.model_id = 59; break;
+    case CpuFamily::power9: cpu.arch = "ppc64"; break;
+    case CpuFamily::arm: cpu.arch = "arm64"; break;
+    case CpuFamily::unknown: break;
+  }
+  return cpu;
+}
+
+namespace detail {
+struct UnionFind {
+  std::vector<int> up;
+  explicit UnionFind(int n) : up(static_cast<std::size_t>(n)) { std::iota(up.begin(), up.end(), 0); }
+  int find(int x) {
+    while (up[x] != x) x = up[x] = up[up[x]];
+    return x;
+  }
+  // The smaller index stays the representative, so groups are named by their first member.
+  void join(int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) up[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+// Groups of `members` (sorted, each group sorted) under the equivalence of `uf`.
+inline std::vector<std::vector<int>> groups_of(UnionFind& uf, const std::vector<int>& members) {
+  std::map<int, std::vector<int>> by_root;
+  std::vector<int> order;
+  for (int m : members) {
+    const int root = uf.find(m);
+    if (by_root.find(root) == by_root.end()) order.push_back(root);
+    by_root[root].push_back(m);
+  }
+  std::vector<std::vector<int>> out;
+  for (int root : order) out.push_back(by_root[root]);
+  return out;
+}
+
+inline std::string synthetic_busid(int number) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%04x:%02x:00.0", (number >> 8) & 0xffff, number & 0xff);
+  return text;
+}
+}  // namespace detail
+
+inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& options = {}) {
+  const int d = m.devices();
+  const int g = m.gpus;
+  const auto cell = [&m](int a, int b) -> const std::optional<SmiToken>& { return m.cells[a][b]; };
+  const auto known_level = [&](int a, int b) {
+    const auto& c = cell(a, b);
+    return c ? pcie_level(c->cls) : 0;  // 0: unknown (NVLink hides it, or no row gave it)
+  };
+
+  // NVLink: direct bonds, or an NVSwitch fabric when a GPU has more links than any GPU can.
+  std::vector<int> links_per_gpu(g, 0), widest(g, 0);
+  for (int a = 0; a < g; ++a) {
+    for (int b = 0; b < g; ++b) {
+      const auto& c = cell(a, b);
+      if (a != b && c && c->cls == SmiClass::nvlink) {
+        links_per_gpu[a] += c->nvlinks;
+        widest[a] = std::max(widest[a], c->nvlinks);
+      }
+    }
+  }
+  const bool switched =
+      std::any_of(links_per_gpu.begin(), links_per_gpu.end(), [](int n) { return n > kMaxNvlinksPerGpu; });
+  int max_links = 0;
+  for (int a = 0; a < g; ++a) max_links = std::max(max_links, switched ? widest[a] : links_per_gpu[a]);
+  const int sm = options.sm > 0 ? options.sm : infer_sm(max_links);
+  const int generation = options.pcie_generation > 0 ? options.pcie_generation : typical_pcie_generation(sm);
+  const CpuFamily family = options.cpu != CpuFamily::unknown ? options.cpu : typical_cpu_family(sm);
+  const double gts = pcie_gen_gts(generation);
+  if (gts == 0) throw detail::nvsmi_error(0, chorus::detail::concat("PCIe generation ", generation, " does not exist"));
+
+  // NUMA nodes.
+  detail::UnionFind numa(d);
+  for (int a = 0; a < d; ++a) {
+    for (int b = a + 1; b < d; ++b) {
+      const int level = known_level(a, b);
+      if (level >= 1 && level <= 4) numa.join(a, b);
+    }
+  }
+  std::vector<std::string> key(d);  // what the affinity columns say about each device's NUMA node
+  for (int a = 0; a < g; ++a) {
+    if (m.has_numa_affinity && m.numa_affinity[a] >= 0) {
+      key[a] = "numa " + std::to_string(m.numa_affinity[a]);
+    } else if (!m.has_numa_affinity && !m.cpu_affinity[a].empty()) {
+      key[a] = "cpus " + m.cpu_affinity[a];
+    }
+  }
+  for (int a = 0; a < g; ++a) {
+    for (int b = a + 1; b < g; ++b) {
+      if (!key[a].empty() && key[a] == key[b]) numa.join(a, b);
+    }
+  }
+  std::vector<int> all(d);
+  std::iota(all.begin(), all.end(), 0);
+  const auto group_key = [&key](const std::vector<int>& group) {
+    std::string found;
+    for (int member : group) {
+      if (!key[member].empty()) found = key[member];
+    }
+    return found;
+  };
+  for (const auto& group : detail::groups_of(numa, all)) {
+    for (int x : group) {
+      for (int y : group) {
+        if (!key[x].empty() && !key[y].empty() && key[x] != key[y]) {
+          throw detail::nvsmi_error(m.row_line[y], m.labels[x] + " and " + m.labels[y] +
+                                                       " are on one NUMA node by the matrix, but their affinity "
+                                                       "columns differ (" + key[x] + " vs " + key[y] + ")");
+        }
+      }
+    }
+  }
+  // Merge groups that nothing keeps apart (only NVLink entries between them).
+  {
+    auto groups = detail::groups_of(numa, all);
+    std::vector<std::vector<int>> kept;
+    for (auto& group : groups) {
+      bool merged = false;
+      for (auto& into : kept) {
+        const std::string ka = group_key(group), kb = group_key(into);
+        if (!ka.empty() && !kb.empty() && ka != kb) continue;
+        bool apart = false;
+        for (int x : group) {
+          for (int y : into) apart = apart || known_level(x, y) == 5;
+        }
+        if (apart) continue;
+        numa.join(group.front(), into.front());
+        into.insert(into.end(), group.begin(), group.end());
+        merged = true;
+        break;
+      }
+      if (!merged) kept.push_back(group);
+    }
+  }
+  detail::UnionFind bridge(d), top(d), leaf(d);
+  for (int a = 0; a < d; ++a) {
+    for (int b = a + 1; b < d; ++b) {
+      const int level = known_level(a, b);
+      if (level >= 1 && level <= 3) bridge.join(a, b);
+      if (level >= 1 && level <= 2) top.join(a, b);
+      if (level == 1) leaf.join(a, b);
+    }
+  }
+
+  Topology topo;
+  topo.default_pcie_generation = generation;
+  std::vector<int> node_of(d, -1);
+  const auto numa_groups = detail::groups_of(numa, all);
+  std::vector<int> numa_ids;
+  for (const auto& group : numa_groups) {
+    int id = -1;
+    for (int member : group) {
+      if (member < g && m.has_numa_affinity && m.numa_affinity[member] >= 0) id = m.numa_affinity[member];
+    }
+    numa_ids.push_back(id);
+  }
+  for (int& id : numa_ids) {
+    if (id >= 0) continue;
+    int next = 0;
+    while (std::find(numa_ids.begin(), numa_ids.end(), next) != numa_ids.end()) ++next;
+    id = next;
+  }
+  const auto pci_for = [&](int device) {
+    PciInfo pci;
+    pci.link_gts = gts;
+    pci.link_width = 16;
+    if (device < g) {
+      pci.class_code = "0x030200";
+      pci.vendor = "0x10de";
+    } else {
+      pci.class_code = "0x020700";
+      pci.vendor = "0x15b3";
+    }
+    return pci;
+  };
+  const auto bridge_pci = [&] {
+    PciInfo pci;
+    pci.class_code = "0x060400";
+    pci.link_gts = gts;
+    pci.link_width = 16;
+    return pci;
+  };
+  const auto place = [&](int device, int parent, int host_bridge) {
+    if (device < g) {
+      node_of[device] = topo.add_gpu(parent, pci_for(device), device, sm, host_bridge);
+    } else {
+      NetPort net;
+      net.name = m.names[device];
+      net.dev = device - g;
+      net.gdr = true;
+      node_of[device] = topo.add_nic(parent, pci_for(device), {net}, host_bridge);
+    }
+  };
+  for (std::size_t n = 0; n < numa_groups.size(); ++n) {
+    const auto& group = numa_groups[n];
+    CpuInfo cpu = representative_cpu(family);
+    cpu.numa = numa_ids[n];
+    for (int member : group) {
+      if (member >= g || m.cpu_affinity[member].empty()) continue;
+      const auto cpus = parse_cpulist(m.cpu_affinity[member]);
+      if (!cpus) {
+        throw detail::nvsmi_error(m.row_line[member],
+                                  "CPU Affinity '" + detail::excerpt(m.cpu_affinity[member]) + "' is not a CPU list like 0-19,40-59");
+      }
+      cpu.affinity = to_cpumask(*cpus);
+      break;
+    }
+    const int cpu_node = topo.add_cpu(cpu);
+    const auto bridges = detail::groups_of(bridge, group);
+    for (std::size_t hb = 0; hb < bridges.size(); ++hb) {
+      for (const auto& pxb : detail::groups_of(top, bridges[hb])) {
+        // Several PIX groups under one top switch each need their own switch below it (even a
+        // single device): two devices hanging straight off the top switch would be PIX apart.
+        const auto pix_groups = detail::groups_of(leaf, pxb);
+        int parent = cpu_node;
+        if (pix_groups.size() > 1) parent = topo.add_pci_switch(cpu_node, bridge_pci(), static_cast<int>(hb));
+        for (const auto& pix : pix_groups) {
+          int below = parent;
+          if (pix.size() > 1 || pix_groups.size() > 1) {
+            below = topo.add_pci_switch(parent, bridge_pci(), static_cast<int>(hb));
+          }
+          for (int device : pix) place(device, below, static_cast<int>(hb));
+        }
+      }
+    }
+  }
+  if (switched) {
+    const int sw = topo.add_nvswitch("");
+    for (int a = 0; a < g; ++a) {
+      if (widest[a] > 0) topo.add_nvlink(node_of[a], sw, widest[a]);
+    }
+  } else {
+    for (int a = 0; a < g; ++a) {
+      for (int b = a + 1; b < g; ++b) {
+        const auto& c = cell(a, b);
+        if (c && c->cls == SmiClass::nvlink) topo.add_nvlink(node_of[a], node_of[b], c->nvlinks);
+      }
+    }
+  }
+  // Bus ids in tree order, so they read like a real machine's (GPUs in increasing order).
+  {
+    int bus = 1;
+    std::vector<std::vector<int>> children(topo.nodes.size());
+    for (int i = 0; i < static_cast<int>(topo.nodes.size()); ++i) {
+      if (topo.nodes[i].parent >= 0) children[topo.nodes[i].parent].push_back(i);
+    }
+    std::vector<int> stack;
+    for (int cpu : topo.cpu_nodes()) {
+      stack.assign(children[cpu].rbegin(), children[cpu].rend());
+      while (!stack.empty()) {
+        const int node = stack.back();
+        stack.pop_back();
+        topo.nodes[node].pci.busid = detail::synthetic_busid(bus++);
+        stack.insert(stack.end(), children[node].rbegin(), children[node].rend());
+      }
+    }
+    for (int sw : topo.nodes_of(NodeKind::nvswitch)) topo.nodes[sw].pci.busid = detail::synthetic_busid(bus++);
+  }
+  validate(topo, "read_nvsmi");
+
+  // The derived machine must print the matrix it came from.
+  for (int a = 0; a < d; ++a) {
+    for (int b = 0; b < d; ++b) {
+      const auto& c = cell(a, b);
+      if (!c || a == b) continue;
+      const SmiToken derived = smi_token(topo, node_of[a], node_of[b]);
+      if (derived != *c) {
+        const int row = m.row_line[a] != 0 ? a : b;
+        throw detail::nvsmi_error(m.row_line[row], "row " + m.labels[row] + ", column " + m.labels[row == a ? b : a] +
+                                                       " says " + c->text() +
+                                                       ", which contradicts the rest of the matrix (it implies " +
+                                                       derived.text() + ")");
+      }
+    }
+  }
+  return topo;
+}
+
+inline Topology read_nvsmi(std::string_view text, const NvsmiOptions& options = {}) {
+  Topology topo = topology_from_matrix(parse_nvsmi(text), options);
+  topo.source = "nvidia-smi topo -m";
+  return topo;
+}
+
+inline Topology read_nvsmi_file(const std::string& path, const NvsmiOptions& options = {}) {
+  Topology topo = read_nvsmi(read_text_file(path, "read_nvsmi"), options);
+  topo.source = "nvidia-smi topo -m (" + path + ")";
+  return topo;
+}
+
+}  // namespace chorus::topo

@@ -1,0 +1,240 @@
+// Paths between devices (GPUs and NICs): for every pair the route NCCL would take, its NCCL type,
+// its bottleneck bandwidth, and the token nvidia-smi prints for the pair.
+//
+// The route follows NCCL's rule (graph/paths.cc): fewest hops first, then the widest bottleneck.
+// A route may pass PCIe switches, CPUs and NVSwitches; it may pass through one other GPU only as
+// GPU -NVLink- GPU -NVLink- GPU (NCCL's NVB), and never through a NIC. The type is the worst hop:
+// NVLink is NVL, a third GPU makes it NVB, PCIe through at most one switch is PIX, through two or
+// more PXB, through a CPU PHB, across the socket link SYS.
+//
+// nvidia-smi's token is not about the route: NV<k> counts the links joining the pair (directly or
+// through the NVSwitch fabric) and otherwise the token names the pair's place in the PCIe tree.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "bandwidth.hpp"
+#include "link.hpp"
+#include "path_class.hpp"
+#include "topology.hpp"
+
+namespace chorus::topo {
+
+struct Path {
+  PathType type = PathType::dis;
+  SmiToken token{};
+  double bw_GBps = 0.0;    // the narrowest link on the route
+  double latency_us = 0.0; // sum of the hops' latencies
+  std::vector<int> route;  // node indices, source first
+  std::vector<int> links;  // the route's links, as indices into PathMatrix::links()
+};
+
+// nvidia-smi's token for two device nodes (GPU or NIC) of a topology.
+inline SmiToken smi_token(const Topology& topo, int a, int b) {
+  if (a == b) return SmiToken{SmiClass::self, 0};
+  const Node& na = topo.nodes[a];
+  const Node& nb = topo.nodes[b];
+  if (na.kind == NodeKind::gpu && nb.kind == NodeKind::gpu) {
+    int direct = 0;
+    // Links into each NVSwitch (or CPU) the two share: the pair gets the smaller side of each.
+    std::vector<std::pair<int, int>> a_ends, b_ends;
+    for (const NvLinkBond& bond : topo.nvlinks) {
+      if ((bond.a == a && bond.b == b) || (bond.a == b && bond.b == a)) direct += bond.count;
+      for (int self : {a, b}) {
+        if (bond.a != self && bond.b != self) continue;
+        const int other = bond.a == self ? bond.b : bond.a;
+        if (topo.nodes[other].kind != NodeKind::nvswitch) continue;
+        (self == a ? a_ends : b_ends).push_back({other, bond.count});
+      }
+    }
+    for (const auto& [sw, count] : a_ends) {
+      for (const auto& [sw_b, count_b] : b_ends) {
+        if (sw == sw_b) direct += std::min(count, count_b);
+      }
+    }
+    if (direct > 0) return SmiToken{SmiClass::nvlink, direct};
+  }
+  // PCIe: climb both chains to the lowest common ancestor.
+  std::vector<int> up_a, up_b;
+  for (int n = a; n >= 0 && up_a.size() <= topo.nodes.size(); n = topo.nodes[n].parent) up_a.push_back(n);
+  for (int n = b; n >= 0 && up_b.size() <= topo.nodes.size(); n = topo.nodes[n].parent) up_b.push_back(n);
+  const int cpu_a = up_a.empty() ? -1 : up_a.back();
+  const int cpu_b = up_b.empty() ? -1 : up_b.back();
+  if (cpu_a != cpu_b || cpu_a < 0 || topo.nodes[cpu_a].kind != NodeKind::cpu) return SmiToken{SmiClass::sys, 0};
+  // Walk down from the shared CPU while the chains agree.
+  std::size_t ia = up_a.size() - 1, ib = up_b.size() - 1;
+  while (ia > 0 && ib > 0 && up_a[ia - 1] == up_b[ib - 1]) {
+    --ia;
+    --ib;
+  }
+  const int lca = up_a[ia];
+  if (topo.nodes[lca].kind == NodeKind::cpu) {
+    // ia, ib >= 1 here: a and b are distinct nodes below the CPU.
+    const int top_a = up_a[ia - 1];
+    const int top_b = up_b[ib - 1];
+    return SmiToken{topo.nodes[top_a].host_bridge == topo.nodes[top_b].host_bridge ? SmiClass::phb : SmiClass::node,
+                    0};
+  }
+  // Switches on the route: those strictly above a and b up to and including the LCA.
+  int switches = 0;
+  for (std::size_t k = 1; k <= ia; ++k) switches += topo.nodes[up_a[k]].kind == NodeKind::pci_switch;
+  for (std::size_t k = 1; k < ib; ++k) switches += topo.nodes[up_b[k]].kind == NodeKind::pci_switch;
+  return SmiToken{switches <= 1 ? SmiClass::pix : SmiClass::pxb, 0};
+}
+
+namespace detail {
+struct Adjacent {
+  int node;
+  int link;  // index into the links vector
+};
+
+inline std::vector<std::vector<Adjacent>> adjacency(const Topology& topo, const std::vector<Link>& all) {
+  std::vector<std::vector<Adjacent>> adj(topo.nodes.size());
+  for (int l = 0; l < static_cast<int>(all.size()); ++l) {
+    const Link& link = all[l];
+    if (link.b < 0) continue;  // network ports lead off the machine
+    adj[link.a].push_back({link.b, l});
+    adj[link.b].push_back({link.a, l});
+  }
+  return adj;
+}
+
+// Routes from `source` to every node under NCCL's rule; returns the predecessor link per node.
+inline void route_from(const Topology& topo, const std::vector<Link>& all,
+                       const std::vector<std::vector<Adjacent>>& adj, int source, std::vector<int>& prev_node,
+                       std::vector<int>& prev_link, std::vector<int>& hops, std::vector<double>& bw) {
+  const std::size_t n = topo.nodes.size();
+  prev_node.assign(n, -1);
+  prev_link.assign(n, -1);
+  hops.assign(n, -1);
+  bw.assign(n, 0.0);
+  std::vector<bool> done(n, false);
+  hops[source] = 0;
+  bw[source] = kLocalGBps * 1000;  // wider than any link: the first hop sets the bottleneck
+  const bool source_gpu = topo.nodes[source].kind == NodeKind::gpu;
+  for (;;) {
+    int u = -1;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (done[v] || hops[v] < 0) continue;
+      if (u < 0 || hops[v] < hops[u] || (hops[v] == hops[u] && bw[v] > bw[u])) u = static_cast<int>(v);
+    }
+    if (u < 0) break;
+    done[u] = true;
+    const NodeKind kind = topo.nodes[u].kind;
+    bool through_gpu = false;
+    if (u != source) {
+      if (kind == NodeKind::nic) continue;
+      if (kind == NodeKind::gpu) {
+        // NVB: only a GPU reached in one direct NVLink hop from a GPU source, onward by NVLink.
+        if (!source_gpu || hops[u] != 1 || all[prev_link[u]].kind != LinkKind::nvlink) continue;
+        through_gpu = true;
+      }
+    }
+    for (const Adjacent& next : adj[u]) {
+      const Link& link = all[next.link];
+      if (through_gpu && (link.kind != LinkKind::nvlink || topo.nodes[next.node].kind != NodeKind::gpu)) continue;
+      if (done[next.node]) continue;
+      const int h = hops[u] + 1;
+      const double b = std::min(bw[u], link.bw_GBps);
+      if (hops[next.node] < 0 || h < hops[next.node] || (h == hops[next.node] && b > bw[next.node])) {
+        hops[next.node] = h;
+        bw[next.node] = b;
+        prev_node[next.node] = u;
+        prev_link[next.node] = next.link;
+      }
+    }
+  }
+}
+
+inline PathType classify_route(const Topology& topo, const std::vector<Link>& all, const std::vector<int>& route,
+                               const std::vector<int>& route_links) {
+  PathType type = PathType::loc;
+  for (int l : route_links) {
+    switch (all[l].kind) {
+      case LinkKind::nvlink: type = worse(type, PathType::nvl); break;
+      case LinkKind::pcie: type = worse(type, PathType::pix); break;
+      case LinkKind::inter_cpu: type = worse(type, PathType::sys); break;
+      case LinkKind::network: type = worse(type, PathType::net); break;
+    }
+  }
+  int switches = 0;
+  for (std::size_t k = 1; k + 1 < route.size(); ++k) {
+    switch (topo.nodes[route[k]].kind) {
+      case NodeKind::gpu: type = worse(type, PathType::nvb); break;
+      case NodeKind::cpu: type = worse(type, PathType::phb); break;
+      case NodeKind::pci_switch: ++switches; break;
+      default: break;
+    }
+  }
+  if (switches >= 2) type = worse(type, PathType::pxb);
+  return type;
+}
+}  // namespace detail
+
+// Paths between all devices: GPUs first (by index), then NICs (in node order).
+class PathMatrix {
+ public:
+  PathMatrix() = default;
+  explicit PathMatrix(const Topology& topo) : gpus_(topo.gpu_nodes()), nics_(topo.nic_nodes()), links_(chorus::topo::links(topo)) {
+    const std::vector<Link>& all = links_;
+    const auto adj = detail::adjacency(topo, all);
+    std::vector<int> devices = gpus_;
+    devices.insert(devices.end(), nics_.begin(), nics_.end());
+    const std::size_t d = devices.size();
+    table_.assign(d * d, Path{});
+    std::vector<int> prev_node, prev_link, hops;
+    std::vector<double> bw;
+    for (std::size_t x = 0; x < d; ++x) {
+      detail::route_from(topo, all, adj, devices[x], prev_node, prev_link, hops, bw);
+      for (std::size_t y = 0; y < d; ++y) {
+        Path& path = table_[x * d + y];
+        path.token = smi_token(topo, devices[x], devices[y]);
+        if (x == y) {
+          path.type = PathType::loc;
+          path.bw_GBps = kLocalGBps;
+          path.route = {devices[x]};
+          continue;
+        }
+        if (hops[devices[y]] < 0) continue;  // unreachable: DIS
+        std::vector<int> route, route_links;
+        for (int v = devices[y]; v != devices[x]; v = prev_node[v]) {
+          route.push_back(v);
+          route_links.push_back(prev_link[v]);
+        }
+        route.push_back(devices[x]);
+        std::reverse(route.begin(), route.end());
+        std::reverse(route_links.begin(), route_links.end());
+        path.bw_GBps = bw[devices[y]];
+        for (int l : route_links) path.latency_us += all[l].latency_us;
+        path.type = detail::classify_route(topo, all, route, route_links);
+        path.route = std::move(route);
+        path.links = std::move(route_links);
+      }
+    }
+  }
+
+  int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  int nic_count() const { return static_cast<int>(nics_.size()); }
+  int device_count() const { return gpu_count() + nic_count(); }
+  // Device d: GPU d for d < gpu_count(), NIC d - gpu_count() after that.
+  const Path& device(int x, int y) const { return table_[static_cast<std::size_t>(x) * device_count() + y]; }
+  const Path& gpu(int a, int b) const { return device(a, b); }
+  const Path& gpu_nic(int gpu, int nic) const { return device(gpu, gpu_count() + nic); }
+  int gpu_node(int gpu) const { return gpus_[gpu]; }
+  int nic_node(int nic) const { return nics_[nic]; }
+  // The typed links the paths run over (links(topology) at construction).
+  const std::vector<Link>& links() const { return links_; }
+
+ private:
+  std::vector<int> gpus_;
+  std::vector<int> nics_;
+  std::vector<Link> links_;
+  std::vector<Path> table_;
+};
+
+inline PathMatrix compute_paths(const Topology& topo) { return PathMatrix(topo); }
+
+}  // namespace chorus::topo

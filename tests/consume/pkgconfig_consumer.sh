@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs chorus into a scratch prefix and builds consumer.cpp using only `pkg-config chorus`.
+set -euo pipefail
+source_root=$1 build_root=$2 compiler=${3:-c++}
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+meson install -C "$build_root" --destdir "$work/stage" --no-rebuild --quiet >/dev/null
+prefix=$(meson introspect "$build_root" --buildoptions | python3 -c \
+  'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
+pcdir=$(dirname "$(find "$work/stage" -name chorus.pc | head -n1)")
+# The .pc file names the final prefix; point it at the staging copy.
+export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$work/stage
+flags=$(pkg-config --cflags --libs chorus)
+echo "pkg-config chorus: $flags (prefix $prefix)"
+"$compiler" -std=c++17 "$source_root/tests/consume/consumer.cpp" $flags -o "$work/consumer"
+"$work/consumer"
