@@ -152,6 +152,13 @@ void run(chorus::host::Team& team, Fn&& fn, std::chrono::seconds limit = std::ch
   done.get();
 }
 
+// Elements of T in one pipelining slice of the host backend: tests that cross slice boundaries
+// size their buffers from it.
+template <class T>
+constexpr std::size_t slice_elements() {
+  return chorus::host::detail::Tuning::kSliceBytes / sizeof(T);
+}
+
 // Sets an environment variable for one scope (tests that shorten CHORUS_TIMEOUT_MS).
 class ScopedEnv {
  public:

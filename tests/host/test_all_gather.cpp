@@ -75,6 +75,8 @@ TEST_CASE("all_gather: every pattern, rank count, count and type", "[all_gather]
 }
 
 TEST_CASE("all_gather: blocks longer than a pipeline slice", "[all_gather]") {
-  for (const auto& variant : harness::variants(Collective::all_gather)) check<float>(3, variant, {40000});
-  check<std::uint8_t>(2, harness::Variant{true, chorus::algo::Pattern::ring}, {70001});
+  for (const auto& variant : harness::variants(Collective::all_gather)) {
+    check<float>(3, variant, {harness::slice_elements<float>() * 3 / 2 + 3});
+  }
+  check<std::uint8_t>(2, harness::Variant{true, chorus::algo::Pattern::ring}, {harness::slice_elements<std::uint8_t>() + 1});
 }

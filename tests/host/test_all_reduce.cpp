@@ -82,13 +82,15 @@ TEST_CASE("all_reduce: every algorithm, rank count, count, type and op", "[all_r
 }
 
 TEST_CASE("all_reduce: counts longer than a pipeline slice", "[all_reduce]") {
-  // 64 KiB slices: these counts cut every chunk into several slices, unevenly.
-  const std::vector<Case> cases = {{3 * 16384 + 5, ReduceOp::sum, false}, {3 * 16384 + 5, ReduceOp::max, true}};
-  for (int ranks : {2, 3, 5}) {
+  // These counts cut every chunk (ring: count / ranks) into several slices, unevenly.
+  const std::size_t floats = 3 * harness::slice_elements<float>() + 5;
+  const std::vector<Case> cases = {{floats, ReduceOp::sum, false}, {floats, ReduceOp::max, true}};
+  for (int ranks : {2, 3}) {
     for (Algorithm algorithm : harness::kAlgorithms) check_all_reduce<float>(ranks, algorithm, cases);
   }
-  check_all_reduce<std::int8_t>(4, Algorithm::ring, {{200003, ReduceOp::sum, false}, {200003, ReduceOp::min, true}});
-  check_all_reduce<double>(4, Algorithm::tree, {{70001, ReduceOp::prod, true}});
+  const std::size_t bytes = 5 * harness::slice_elements<std::int8_t>() + 3;
+  check_all_reduce<std::int8_t>(4, Algorithm::ring, {{bytes, ReduceOp::sum, false}, {bytes, ReduceOp::min, true}});
+  check_all_reduce<double>(4, Algorithm::tree, {{2 * harness::slice_elements<double>() + 1, ReduceOp::prod, true}});
 }
 
 TEST_CASE("all_reduce: many calls in a row reuse schedules and stay correct", "[all_reduce]") {

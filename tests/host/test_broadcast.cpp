@@ -94,5 +94,7 @@ TEST_CASE("broadcast: every pattern, rank count, root, count and type", "[broadc
 }
 
 TEST_CASE("broadcast: messages longer than a pipeline slice", "[broadcast]") {
-  for (const auto& variant : harness::variants(Collective::broadcast)) check<double>(4, variant, {30001});
+  for (const auto& variant : harness::variants(Collective::broadcast)) {
+    check<double>(4, variant, {harness::slice_elements<double>() * 5 / 2 + 1});
+  }
 }

@@ -104,6 +104,7 @@ TEST_CASE("reduce: every pattern, rank count, root, count, type and op", "[reduc
 
 TEST_CASE("reduce: messages longer than a pipeline slice", "[reduce]") {
   for (const auto& variant : harness::variants(Collective::reduce)) {
-    check<float>(4, variant, {{50001, ReduceOp::sum, 1, Mode::out_of_place}, {50001, ReduceOp::max, 3, Mode::in_place}});
+    const std::size_t count = harness::slice_elements<float>() * 5 / 2 + 1;
+    check<float>(4, variant, {{count, ReduceOp::sum, 1, Mode::out_of_place}, {count, ReduceOp::max, 3, Mode::in_place}});
   }
 }

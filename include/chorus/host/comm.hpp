@@ -130,7 +130,7 @@ class Comm {
       executor.finish();
       if (color >= 0) {
         for (int r = 0; r < n; ++r) {
-          const detail::CallInfo& info = r == rank_ ? call.info : executor.peer_info(r, "split");
+          const detail::CallInfo& info = r == rank_ ? call.info : executor.peer_info(r);
           if (info.color == color) keys.emplace_back(info.key, r);
         }
       }
@@ -267,7 +267,8 @@ class Comm {
     info.op = reduces ? req.op : ReduceOp::sum;
     info.root = rooted ? req.root : 0;
     info.pattern = req.force_pattern ? req.pattern
-                                     : detail::choose_pattern(c, req.algorithm, req.count * req.element_size, n);
+                                     : detail::choose_pattern(c, req.algorithm, req.count * req.element_size, n,
+                                                              state_->team_size());
     // Broadcast and reduce schedules read the root's input and write its output element-wise in
     // order, so the out-of-place schedule is also right in place; using it everywhere lets the
     // root choose without the others knowing.

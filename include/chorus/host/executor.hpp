@@ -49,8 +49,6 @@ class Executor {
   Executor(const SharedState& state, int rank, RankState& me, const Call& call)
       : state_(state), rank_(rank), me_(me), call_(call), mine_(state.slot(rank)) {}
 
-  std::uint64_t sequence() const { return sequence_; }
-
   // Starts call s: publishes what this rank is doing so peers can check it.
   void begin() {
     if (state_.fault().aborted()) throw released();
@@ -65,10 +63,14 @@ class Executor {
 
   // Waits for `peer`'s descriptor of this call (after checking it) and returns it. Valid until
   // this rank begins its next call.
-  const CallInfo& peer_info(int peer, const char* awaiting) {
+  const CallInfo& peer_info(int peer) {
     wait_for(
         peer, [&] { return me_.checked[static_cast<std::size_t>(peer)] != 0 || check_descriptor(peer); },
-        [&] { return concat("waiting for rank ", peer, " to ", awaiting, " (call ", sequence_, ")"); });
+        [&] {
+          const std::string after = steps_ > 0 ? concat(" after its last step (", steps_ - 1, ")") : std::string();
+          return concat("at the end of call ", sequence_, " (", call_.name, ")", after, ", waiting for rank ", peer,
+                        " to enter the call");
+        });
     return state_.slot(peer).calls[sequence_ % 2].info;
   }
 
@@ -79,6 +81,7 @@ class Executor {
     mine_.output = buffers.output;
     mine_.scratch = schedule.scratch_count > 0 ? mine_.scratch_memory.reserve(schedule.scratch_count * es) : nullptr;
     const auto& steps = schedule.steps[static_cast<std::size_t>(rank_)];
+    steps_ = steps.size();
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const algo::Step& step = steps[i];
       const std::size_t bytes = step.count * es;
@@ -155,7 +158,7 @@ class Executor {
       if (peer != rank_ && me_.acked[p] < me_.sent[p]) wait_ack(peer, me_.sent[p], kAtEnd);
     }
     for (int peer = 0; peer < n; ++peer) {
-      if (me_.checked[static_cast<std::size_t>(peer)] == 0) peer_info(peer, "join it");
+      if (me_.checked[static_cast<std::size_t>(peer)] == 0) peer_info(peer);
     }
     me_.pending.clear();
   }
@@ -196,9 +199,11 @@ class Executor {
   template <class Ready, class Describe>
   void wait_for(int peer, Ready&& ready, Describe&& describe) {
     const auto p = static_cast<std::size_t>(peer);
+    WaitingMark mark(state_, rank_, peer);
     wait_until(
-        call_.timeout_ms, ready,
+        call_.timeout_ms, state_.yields(), ready,
         [&] {
+          mark.set();
           if (state_.fault().aborted()) throw released();
           if (me_.checked[p] == 0) check_descriptor(peer);
           if (state_.fault().exited(state_.team_rank(peer)) && !ready()) {
@@ -206,10 +211,14 @@ class Executor {
                                              sequence_, " (", call_.name, "); this rank was ", describe()));
           }
         },
-        [&] { fail(ErrorCode::timeout, concat("timed out after ", call_.timeout_ms, " ms ", describe())); });
+        [&]() -> long {
+          if (mark.grace()) return call_.timeout_ms;
+          fail(ErrorCode::timeout, concat("timed out after ", mark.waited_ms(call_.timeout_ms), " ms ", describe()));
+        });
   }
 
   static constexpr std::size_t kAtEnd = static_cast<std::size_t>(-1);
+  static constexpr std::size_t kCompactAt = 32;
 
   // `step` is the step about to overwrite sent data, or kAtEnd.
   void wait_ack(int peer, std::uint64_t ordinal, std::size_t step) {
@@ -222,9 +231,11 @@ class Executor {
           return seen >= ordinal;
         },
         [&] {
-          const std::string where = step == kAtEnd ? std::string("at the end of call ")
-                                                   : concat("at step ", step, " (overwriting sent data) of call ");
-          return concat(where, sequence_, ", waiting for rank ", peer, " to read ", ordinal - seen,
+          const std::string where = step == kAtEnd ? concat("at the end of call ", sequence_, " after its last step (",
+                                                            steps_ - 1, ")")
+                                                   : concat("at step ", step, " of call ", sequence_,
+                                                            " (which overwrites data it sent)");
+          return concat(where, ", waiting for rank ", peer, " to receive ", ordinal - seen,
                         " more message(s) from this rank");
         });
     me_.acked[static_cast<std::size_t>(peer)] = seen;
@@ -237,17 +248,24 @@ class Executor {
     const auto end = begin + bytes;
     for (const PendingSend& send : me_.pending) {
       if (send.ordinal <= me_.acked[static_cast<std::size_t>(send.peer)]) continue;
-      if (send.begin < end && begin < send.end) {
-        wait_ack(send.peer, send.ordinal, step);
-      }
+      if (send.begin < end && begin < send.end) wait_ack(send.peer, send.ordinal, step);
     }
-    if (me_.pending.size() > 32) {
-      me_.pending.erase(std::remove_if(me_.pending.begin(), me_.pending.end(),
-                                       [&](const PendingSend& send) {
-                                         return send.ordinal <= me_.acked[static_cast<std::size_t>(send.peer)];
-                                       }),
-                        me_.pending.end());
+    if (me_.pending.size() >= compact_at_) compact();
+  }
+
+  // Drops pending sends already read, so the list (scanned on every write) stays short; the
+  // threshold doubles with what is left, keeping the work linear in the number of sends.
+  void compact() {
+    for (const PendingSend& send : me_.pending) {
+      auto& acked = me_.acked[static_cast<std::size_t>(send.peer)];
+      if (send.ordinal > acked) acked = state_.acks(rank_, send.peer).load(std::memory_order_acquire);
     }
+    me_.pending.erase(std::remove_if(me_.pending.begin(), me_.pending.end(),
+                                     [&](const PendingSend& send) {
+                                       return send.ordinal <= me_.acked[static_cast<std::size_t>(send.peer)];
+                                     }),
+                      me_.pending.end());
+    compact_at_ = std::max<std::size_t>(kCompactAt, 2 * me_.pending.size());
   }
 
   const std::byte* address(const RankSlot& slot, algo::Span span, std::size_t bytes) const {
@@ -274,6 +292,8 @@ class Executor {
   const Call& call_;
   RankSlot& mine_;
   std::uint64_t sequence_ = 0;
+  std::size_t steps_ = 0;
+  std::size_t compact_at_ = kCompactAt;
 };
 
 }  // namespace chorus::host::detail

@@ -22,7 +22,12 @@ class Released : public Error {
 
 class Fault {
  public:
-  explicit Fault(int size) : size_(size), exited_(new std::atomic<bool>[static_cast<std::size_t>(size)]) { reset(); }
+  explicit Fault(int size)
+      : size_(size),
+        exited_(new std::atomic<bool>[static_cast<std::size_t>(size)]),
+        waiting_(new Waiting[static_cast<std::size_t>(size)]) {
+    reset();
+  }
 
   // Only between runs: no rank thread is alive.
   void reset() {
@@ -30,8 +35,13 @@ class Fault {
     cause_ = -1;
     code_ = ErrorCode::internal;
     reason_.clear();
-    for (int r = 0; r < size_; ++r) exited_[r].store(false, std::memory_order_relaxed);
+    for (int r = 0; r < size_; ++r) {
+      exited_[r].store(false, std::memory_order_relaxed);
+      waiting_[r].value.store(-1, std::memory_order_relaxed);
+    }
   }
+
+  int size() const { return size_; }
 
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   // Sequentially consistent, for the reader/withdraw handshake (see RankSlot::reading).
@@ -63,12 +73,22 @@ class Fault {
                                                  cause_, " failed: ", reason_));
   }
 
+  // Whom a rank is blocked on (team ranks; -1: nobody). Only a hint for choosing which rank
+  // reports a timeout, so relaxed.
+  void set_waiting(int team_rank, int awaited) { waiting_[team_rank].value.store(awaited, std::memory_order_relaxed); }
+  int waiting(int team_rank) const { return waiting_[team_rank].value.load(std::memory_order_relaxed); }
+
   void mark_exited(int team_rank) { exited_[team_rank].store(true, std::memory_order_release); }
   bool exited(int team_rank) const { return exited_[team_rank].load(std::memory_order_acquire); }
 
  private:
+  struct alignas(64) Waiting {  // one line per rank: set on every slow wait
+    std::atomic<int> value{-1};
+  };
+
   int size_;
   std::unique_ptr<std::atomic<bool>[]> exited_;
+  std::unique_ptr<Waiting[]> waiting_;
   std::atomic<bool> aborted_{false};
   mutable std::mutex mutex_;
   int cause_ = -1;

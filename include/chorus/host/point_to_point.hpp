@@ -40,16 +40,23 @@ void wait_for_peer(const SharedState& state, const Message& m, Ready&& ready, De
     state.fault().abort(state.team_rank(m.rank), code, error.what());
     throw error;
   };
+  WaitingMark mark(state, m.rank, m.peer);
   wait_until(
-      m.timeout_ms, ready,
+      m.timeout_ms, state.yields(), ready,
       [&] {
+        mark.set();
         if (state.fault().aborted()) throw released(state, m);
         if (state.fault().exited(state.team_rank(m.peer)) && !ready()) {
           fail(ErrorCode::mismatch, chorus::detail::concat("rank ", m.peer, " returned from its function while this rank was ",
                                                           describe()));
         }
       },
-      [&] { fail(ErrorCode::timeout, chorus::detail::concat("timed out after ", m.timeout_ms, " ms ", describe())); });
+      [&]() -> long {
+        if (mark.grace()) return m.timeout_ms;
+        fail(ErrorCode::timeout,
+             chorus::detail::concat("timed out after ", mark.waited_ms(m.timeout_ms), " ms ", describe()));
+        return 0;
+      });
 }
 
 inline void send_message(const SharedState& state, const Message& m, const void* data) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "fault.hpp"
 #include "schedule_cache.hpp"
 #include "scratch_buffer.hpp"
+#include "wait.hpp"
 
 namespace chorus::host::detail {
 
@@ -46,15 +48,11 @@ struct alignas(64) RankSlot {
   // may free them: a reader sets this, then checks the abort flag (both sequentially
   // consistent), so either the reader sees the abort and does not read, or the leaving rank
   // sees the marker and waits.
-  std::atomic<int> reading{0};
+  alignas(64) std::atomic<int> reading{0};
   ScratchBuffer scratch_memory;
   // split(): the new communicator's state, created by the first member of a colour and read by
   // the others after a barrier.
   std::shared_ptr<SharedState> handoff;
-};
-
-struct alignas(64) Counter {
-  std::atomic<std::uint64_t> value{0};
 };
 
 class SharedState {
@@ -66,19 +64,30 @@ class SharedState {
         size_(static_cast<int>(team_ranks_.size())),
         is_team_(is_team),
         slots_(new RankSlot[team_ranks_.size()]),
-        acks_(new Counter[team_ranks_.size() * team_ranks_.size()]),
-        channels_(new Channel[team_ranks_.size() * team_ranks_.size()]) {}
+        acks_(new std::atomic<std::uint64_t>[team_ranks_.size() * team_ranks_.size()]()),  // zeroed
+        yields_(WaitPolicy::yields(fault_->size())) {}
 
   int size() const { return size_; }
+  // Waits yield this often before sleeping; set by the team's thread count, not this
+  // communicator's size, since every rank thread of the team competes for the cores.
+  int yields() const { return yields_; }
+  int team_size() const { return fault_->size(); }
   bool is_team() const { return is_team_; }
   int team_rank(int rank) const { return team_ranks_[static_cast<std::size_t>(rank)]; }
   Fault& fault() const { return *fault_; }
   const std::shared_ptr<Fault>& fault_ptr() const { return fault_; }
 
   RankSlot& slot(int rank) const { return slots_[static_cast<std::size_t>(rank)]; }
-  // Sends from `from` to `to` that `to` has consumed, over the communicator's lifetime; written by `to`.
-  std::atomic<std::uint64_t>& acks(int from, int to) const { return acks_[index(from, to)].value; }
-  Channel& channel(int from, int to) const { return channels_[index(from, to)]; }
+  // Sends from `from` to `to` that `to` has consumed, over the communicator's lifetime; written by
+  // `to`. Stored by receiver, so each rank writes only its own row (no false sharing between
+  // writers; n*n words stay small for the rank counts threads make sense for).
+  std::atomic<std::uint64_t>& acks(int from, int to) const { return acks_[index(to, from)]; }
+  // Point-to-point channels, allocated on the first send or recv (most programs use none, and
+  // there are n*n of them, one cache line each).
+  Channel& channel(int from, int to) const {
+    std::call_once(channels_once_, [this] { channels_.reset(new Channel[static_cast<std::size_t>(size_) * size_]); });
+    return channels_[index(from, to)];
+  }
   ScheduleStore& schedules() const { return schedules_; }
 
   // Called by a rank leaving a call with an exception (`reason`): make sure the team is aborted
@@ -97,6 +106,13 @@ class SharedState {
         if (round > 64) std::this_thread::yield();
       }
     }
+  }
+
+  // Whether `peer` is blocked on a third rank: then it, not this rank, should report a timeout
+  // (its message names the rank that is really missing), so this rank waits once more.
+  bool waits_elsewhere(int rank, int peer) const {
+    const int awaited = fault_->waiting(team_rank(peer));
+    return awaited >= 0 && awaited != team_rank(rank);
   }
 
   // A reader's side of the handshake above: returns false (and reads nothing) once aborted.
@@ -123,8 +139,8 @@ class SharedState {
       s.handoff.reset();
     }
     for (std::size_t i = 0; i < static_cast<std::size_t>(size_) * size_; ++i) {
-      acks_[i].value.store(0, std::memory_order_relaxed);
-      channels_[i].reset();
+      acks_[i].store(0, std::memory_order_relaxed);
+      if (channels_) channels_[i].reset();
     }
   }
 
@@ -138,9 +154,41 @@ class SharedState {
   int size_;
   bool is_team_;
   std::unique_ptr<RankSlot[]> slots_;
-  std::unique_ptr<Counter[]> acks_;
-  std::unique_ptr<Channel[]> channels_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> acks_;
+  mutable std::once_flag channels_once_;
+  mutable std::unique_ptr<Channel[]> channels_;
   mutable ScheduleStore schedules_;
+  int yields_;
+};
+
+// Publishes, while a wait is slow, whom this rank waits for; see SharedState::waits_elsewhere.
+class WaitingMark {
+ public:
+  WaitingMark(const SharedState& state, int rank, int peer) : state_(state), rank_(rank), peer_(peer) {}
+  WaitingMark(const WaitingMark&) = delete;
+  WaitingMark& operator=(const WaitingMark&) = delete;
+  ~WaitingMark() {
+    if (set_) state_.fault().set_waiting(state_.team_rank(rank_), -1);
+  }
+  void set() {
+    if (set_) return;
+    set_ = true;
+    state_.fault().set_waiting(state_.team_rank(rank_), state_.team_rank(peer_));
+  }
+  long waited_ms(long timeout_ms) const { return graced_ ? 2 * timeout_ms : timeout_ms; }
+  // True the first time the deadline passes while the peer itself waits for a third rank.
+  bool grace() {
+    if (graced_ || !state_.waits_elsewhere(rank_, peer_)) return false;
+    graced_ = true;
+    return true;
+  }
+
+ private:
+  const SharedState& state_;
+  int rank_;
+  int peer_;
+  bool set_ = false;
+  bool graced_ = false;
 };
 
 }  // namespace chorus::host::detail

@@ -1,9 +1,25 @@
-// How the host backend resolves Algorithm::automatic and how finely it pipelines. Constants were
-// measured with bench/host_crossover.cpp (see the comment on each); they depend on the machine
-// only mildly, because every rank shares one memory system.
+// How the host backend resolves Algorithm::automatic (and picks patterns for the other
+// collectives) and how finely it pipelines.
+//
+// Measured on the development machine (2-core AMD EPYC, 1 MiB L2 per core, 32 MiB L3, memcpy
+// 20 GB/s) with a small program timing every pattern per call size, best of several runs, for
+// 2, 4, 8 and 16 ranks; the machine was shared, so only clear differences were used:
+//   - all_reduce: one_shot (a single step; every rank reads all n-1 peers) is fastest while
+//     (n-1) * bytes <= ~64 KiB (n=2: up to 64 KiB, n=4: ~16 KiB, n=8: ~8-16 KiB, n=16: ~4 KiB).
+//     Above that, with a core per rank (n=2 here) ring wins (e.g. 1 MiB: ring 67 us, two_shot
+//     81 us); with more ranks than cores, every step of the ring's 2(n-1) is a trip through the
+//     scheduler, and two_shot (two steps) wins by far (n=16, 1 MiB: 1.5 ms vs ring 7 ms).
+//   - reduce_scatter / all_gather: same story; direct (one step) never lost when crowded, and
+//     ties the ring for n=2.
+//   - broadcast / reduce: binomial and chain tie within noise up to ~1 MiB, with binomial ahead
+//     for 8 ranks; the pipelined chain only pays off for large messages.
+//   - slice: 256 KiB pipelining slices gave 10-25% more bandwidth than 64 KiB at 4-64 MiB
+//     (per-step synchronisation is visible at 64 KiB), and 512 KiB to 1 MiB gained nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <thread>
 
 #include "../algo/build.hpp"
 #include "../core/algorithm.hpp"
@@ -11,29 +27,35 @@
 namespace chorus::host::detail {
 
 struct Tuning {
-  // all_reduce: one_shot (one step, every rank reads all n-1 peers) beats ring (2(n-1) steps,
-  // each a synchronisation) while the message is small. Measured crossover: see docs/benchmarks.md.
-  static constexpr std::size_t kOneShotMaxBytes = 64 * 1024;
-  // reduce_scatter / all_gather: direct (one step) below this many bytes per rank block, ring above.
-  static constexpr std::size_t kDirectMaxBlockBytes = 64 * 1024;
-  // broadcast / reduce: binomial (log n steps) below, chain (pipelined, full bandwidth) above.
-  static constexpr std::size_t kBinomialMaxBytes = 64 * 1024;
-  // Pipelining slice: big enough that per-step synchronisation is noise, small enough that a
-  // slice a neighbour just wrote is still in cache when it is read.
-  static constexpr std::size_t kSliceBytes = 64 * 1024;
+  static constexpr std::size_t kOneShotMaxBytesTimesPeers = 64 * 1024;  // (n-1) * bytes
+  static constexpr std::size_t kDirectMaxBlockBytes = 256 * 1024;      // per-rank block, uncrowded
+  static constexpr std::size_t kBinomialMaxBytes = 1024 * 1024;
+  static constexpr std::size_t kSliceBytes = 256 * 1024;
+
+  // More rank threads than hardware threads: prefer patterns with few steps.
+  static bool crowded(int threads) {
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return static_cast<unsigned>(threads) > cores;
+  }
 };
 
-// The pattern a call runs. `bytes` is the size of the call's count (per-rank block for
-// reduce_scatter, all_gather and all_to_all).
-inline algo::Pattern choose_pattern(algo::Collective collective, Algorithm algorithm, std::size_t bytes, int ranks) {
+// The pattern a call runs on a communicator of `ranks` in a team of `team_size` threads. `bytes`
+// is the size of the call's count (the per-rank block for reduce_scatter, all_gather and
+// all_to_all). Depends only on what every rank shares and on the machine, so all ranks agree.
+inline algo::Pattern choose_pattern(algo::Collective collective, Algorithm algorithm, std::size_t bytes, int ranks,
+                                    int team_size) {
   using algo::Collective;
   using algo::Pattern;
+  const bool crowded = Tuning::crowded(team_size);
   switch (collective) {
     case Collective::all_reduce:
       if (algorithm != Algorithm::automatic) return algo::pattern_for(algorithm);
-      return ranks > 1 && bytes <= Tuning::kOneShotMaxBytes ? Pattern::one_shot : Pattern::ring;
+      if (ranks == 1) return Pattern::ring;
+      if (bytes <= Tuning::kOneShotMaxBytesTimesPeers / static_cast<std::size_t>(ranks - 1)) return Pattern::one_shot;
+      return crowded ? Pattern::two_shot : Pattern::ring;
     case Collective::reduce_scatter:
-    case Collective::all_gather: return bytes <= Tuning::kDirectMaxBlockBytes ? Pattern::direct : Pattern::ring;
+    case Collective::all_gather:
+      return crowded || bytes <= Tuning::kDirectMaxBlockBytes ? Pattern::direct : Pattern::ring;
     case Collective::broadcast:
     case Collective::reduce: return bytes <= Tuning::kBinomialMaxBytes ? Pattern::binomial : Pattern::chain;
     case Collective::all_to_all: return Pattern::pairwise;

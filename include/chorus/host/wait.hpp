@@ -2,7 +2,9 @@
 // nanoseconds away), then yield (other rank threads may need this core: tests run 16 ranks on
 // 2 cores), then sleep in growing steps so idle waiters cost almost nothing. Every round calls
 // `poll`, which throws to leave early (team aborted, peer mismatched or gone); the deadline
-// starts when spinning stops, and running past it calls `on_timeout`, which must throw.
+// starts when spinning stops, and running past it calls `on_timeout`, which either throws or
+// returns how much longer to wait (a rank may give the one it waits for a chance to report a
+// failure further down the chain first).
 #pragma once
 
 #include <algorithm>
@@ -20,17 +22,25 @@ inline void cpu_relax() {
 #endif
 }
 
-// Tuned on a 2-core machine running 4-16 rank threads (see docs/benchmarks.md): longer spins
-// only steal the core from the thread being waited for.
+// Tuned on a 2-core machine running 2-16 rank threads: long spins only steal the core from the
+// thread being waited for, and many yielding threads starve the one with work, so a team with
+// more ranks than cores yields briefly and then sleeps.
 struct WaitPolicy {
-  static constexpr int kSpins = 64;
-  static constexpr int kYields = 64;
+  static constexpr int kSpins = 16;
+  static constexpr int kYieldsAlone = 2000;  // ranks <= hardware threads
+  static constexpr int kYieldsCrowded = 48;  // more ranks than hardware threads
   static constexpr std::chrono::microseconds kFirstSleep{5};
-  static constexpr std::chrono::microseconds kMaxSleep{500};
+  static constexpr std::chrono::microseconds kMaxSleep{250};
+
+  static int yields(int ranks) {
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return static_cast<unsigned>(ranks) <= cores ? kYieldsAlone : kYieldsCrowded;
+  }
 };
 
+// `yields`: how many rounds to yield before sleeping (WaitPolicy::yields(team size)).
 template <class Ready, class Poll, class OnTimeout>
-void wait_until(long timeout_ms, Ready&& ready, Poll&& poll, OnTimeout&& on_timeout) {
+void wait_until(long timeout_ms, int yields, Ready&& ready, Poll&& poll, OnTimeout&& on_timeout) {
   if (ready()) return;
   using Clock = std::chrono::steady_clock;
   Clock::time_point deadline{};
@@ -48,9 +58,9 @@ void wait_until(long timeout_ms, Ready&& ready, Poll&& poll, OnTimeout&& on_time
     } else if (now >= deadline) {
       poll();  // a peer's failure explains this wait better than our timeout does
       if (ready()) return;
-      on_timeout();
+      deadline = now + std::chrono::milliseconds(on_timeout());
     }
-    if (round < WaitPolicy::kSpins + WaitPolicy::kYields) {
+    if (round < WaitPolicy::kSpins + yields) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(sleep);

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,6 +37,9 @@
 #include "xml.hpp"
 
 namespace chorus::topo {
+
+// Far beyond any machine (a DGX H100 file has ~60 elements); keeps path tables bounded.
+constexpr int kMaxXmlNodes = 4096;
 
 namespace detail {
 constexpr const char* kXmlCall = "read_nccl_xml";
@@ -140,6 +144,7 @@ class XmlBuilder {
 
  private:
   void add_cpu(const xml::Element& e) {
+    check_capacity(e);
     CpuInfo cpu;
     cpu.numa = static_cast<int>(int_attr(e, "numaid", -1, -1, 1 << 20));
     if (cpu.numa < 0) cpu.numa = static_cast<int>(topo_.cpu_nodes().size());
@@ -160,6 +165,7 @@ class XmlBuilder {
     if (e.name == "pci") {
       add_pci(e, parent);
     } else if (e.name == "nic") {
+      check_capacity(e);
       add_nic(e, parent, PciInfo{});
     } else if (e.name == "gpu" || e.name == "nvlink" || e.name == "net" || e.name == "cpu") {
       xml_fail(e, "is not allowed inside <" + std::string(topo_.nodes[parent].kind == NodeKind::cpu ? "cpu" : "pci") +
@@ -167,7 +173,14 @@ class XmlBuilder {
     }
   }
 
+  void check_capacity(const xml::Element& e) const {
+    if (static_cast<int>(topo_.nodes.size()) >= kMaxXmlNodes) {
+      xml_fail(e, "more than " + std::to_string(kMaxXmlNodes) + " devices; this is not one machine");
+    }
+  }
+
   void add_pci(const xml::Element& e, int parent) {
+    check_capacity(e);
     PciInfo pci;
     pci.busid = busid_attr(e, "busid");
     if (topo_.find_busid(pci.busid) >= 0) xml_fail(e, "bus id " + pci.busid + " appears twice");
@@ -197,19 +210,24 @@ class XmlBuilder {
       for (const xml::Element& child : e.children) {
         if (child.name == "pci") xml_fail(child, "a GPU's <pci> cannot contain another <pci>");
       }
+      if (pci.class_code.empty()) pci.class_code = "0x030200";
       add_gpu(e, gpu, parent, pci, host_bridge);
       return;
     }
     // A network-class function without <nic> (as VM files list it) is a NIC with no port details.
-    const bool nic_class = class_is(pci.class_code, "0x02") && e.children.empty();
+    bool has_pci_child = false;
+    for (const xml::Element& child : e.children) has_pci_child = has_pci_child || child.name == "pci";
+    const bool nic_class = class_is(pci.class_code, "0x02") && !has_pci_child;
     if (nic != nullptr || nic_class) {
       for (const xml::Element& child : e.children) {
         if (child.name == "pci") xml_fail(child, "a NIC's <pci> cannot contain another <pci>");
       }
+      if (pci.class_code.empty()) pci.class_code = "0x020700";
       const int node = nic != nullptr ? add_nic(*nic, parent, pci) : topo_.add_nic(parent, pci, {});
       topo_.nodes[node].host_bridge = host_bridge;
       return;
     }
+    if (pci.class_code.empty()) pci.class_code = "0x060400";  // a <pci> holding others is a switch
     const int node = topo_.add_pci_switch(parent, pci, host_bridge);
     for (const xml::Element& child : e.children) add_below(child, node);
   }
@@ -348,7 +366,10 @@ class XmlBuilder {
 
 inline std::string format_gts(double gts) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f GT/s PCIe", gts);  // the kernel's spelling, which NCCL reads
+  // The kernel's spelling, which NCCL reads ("16.0 GT/s PCIe"); odd rates keep every digit so the
+  // file reads back to the same number.
+  const bool tenths = std::fabs(gts * 10 - std::round(gts * 10)) < 1e-9;
+  std::snprintf(text, sizeof text, tenths ? "%.1f GT/s PCIe" : "%.17g GT/s PCIe", gts);
   return text;
 }
 }  // namespace detail
@@ -479,7 +500,7 @@ inline std::string write_nccl_xml(const Topology& topo) {
     set_if(cpu, "affinity", info.affinity);
     set_if(cpu, "arch", info.arch);
     set_if(cpu, "vendor", info.vendor);
-    if (!info.vendor.empty()) {
+    if (!info.vendor.empty() || info.family_id != 0 || info.model_id != 0) {
       set(cpu, "familyid", std::to_string(info.family_id));
       set(cpu, "modelid", std::to_string(info.model_id));
     }

@@ -5,6 +5,7 @@
 // drivers' SOC for SYS. Anything else is a chorus::Error naming the line and what was expected.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -17,8 +18,9 @@
 
 namespace chorus::topo {
 
-// Rejects absurd inputs before they cost memory: the matrix is devices^2 cells.
-constexpr int kMaxNvsmiDevices = 512;
+// Rejects absurd inputs before they cost memory and time: the matrix is devices^2 cells. Real
+// outputs have a few dozen columns (8 GPUs and 12 NICs on a DGX H100).
+constexpr int kMaxNvsmiDevices = 256;
 
 struct NvsmiMatrix {
   int gpus = 0;                    // devices 0..gpus-1 are GPU0..; the rest are NICs
@@ -137,7 +139,7 @@ inline NvsmiMatrix parse_nvsmi(std::string_view text) {
                                   chorus::detail::concat("expected column GPU", m.gpus, ", found ", detail::excerpt(word)));
       }
       ++m.gpus;
-    } else if (parse_smi_token(word) || word.find_first_of("=:") != std::string::npos || word.size() > 64) {
+    } else if (!is_nic_name(word)) {
       throw detail::nvsmi_error(header_line, "'" + detail::excerpt(word) + "' is not a device name");
     }
     for (const std::string& seen : m.labels) {
@@ -190,9 +192,13 @@ inline NvsmiMatrix parse_nvsmi(std::string_view text) {
       continue;
     }
     if (in_nic_legend && words.size() == 2 && words[0].size() > 1 && words[0].back() == ':') {
+      // Only names that could head a column, and no name twice: the matrix must stay printable.
       const std::string label = words[0].substr(0, words[0].size() - 1);
+      const bool taken = std::find(m.names.begin(), m.names.end(), words[1]) != m.names.end();
       for (int k = m.gpus; k < d; ++k) {
-        if (m.labels[k] == label) m.names[k] = words[1];
+        if (m.labels[k] == label && !taken && is_nic_name(words[1])) {
+          m.names[k] = words[1];
+        }
       }
       continue;
     }

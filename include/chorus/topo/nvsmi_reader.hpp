@@ -336,11 +336,12 @@ inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& o
   validate(topo, "read_nvsmi");
 
   // The derived machine must print the matrix it came from.
+  const SmiClassifier classify(topo);
   for (int a = 0; a < d; ++a) {
     for (int b = 0; b < d; ++b) {
       const auto& c = cell(a, b);
       if (!c || a == b) continue;
-      const SmiToken derived = smi_token(topo, node_of[a], node_of[b]);
+      const SmiToken derived = classify(node_of[a], node_of[b]);
       if (derived != *c) {
         const int row = m.row_line[a] != 0 ? a : b;
         throw detail::nvsmi_error(m.row_line[row], "row " + m.labels[row] + ", column " + m.labels[row == a ? b : a] +

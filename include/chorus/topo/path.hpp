@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bandwidth.hpp"
@@ -32,58 +33,74 @@ struct Path {
   std::vector<int> links;  // the route's links, as indices into PathMatrix::links()
 };
 
-// nvidia-smi's token for two device nodes (GPU or NIC) of a topology.
-inline SmiToken smi_token(const Topology& topo, int a, int b) {
-  if (a == b) return SmiToken{SmiClass::self, 0};
-  const Node& na = topo.nodes[a];
-  const Node& nb = topo.nodes[b];
-  if (na.kind == NodeKind::gpu && nb.kind == NodeKind::gpu) {
-    int direct = 0;
-    // Links into each NVSwitch (or CPU) the two share: the pair gets the smaller side of each.
-    std::vector<std::pair<int, int>> a_ends, b_ends;
+// nvidia-smi's token for pairs of device nodes (GPU or NIC) of one topology. Built once per
+// topology: it indexes the NVLink bonds per node, so each pair costs its two nodes' bonds.
+class SmiClassifier {
+ public:
+  explicit SmiClassifier(const Topology& topo) : topo_(topo), bonds_(topo.nodes.size()) {
     for (const NvLinkBond& bond : topo.nvlinks) {
-      if ((bond.a == a && bond.b == b) || (bond.a == b && bond.b == a)) direct += bond.count;
-      for (int self : {a, b}) {
-        if (bond.a != self && bond.b != self) continue;
-        const int other = bond.a == self ? bond.b : bond.a;
-        if (topo.nodes[other].kind != NodeKind::nvswitch) continue;
-        (self == a ? a_ends : b_ends).push_back({other, bond.count});
+      if (bond.a < 0 || bond.b < 0 || bond.a >= static_cast<int>(bonds_.size()) ||
+          bond.b >= static_cast<int>(bonds_.size())) {
+        continue;
       }
+      bonds_[bond.a].push_back({bond.b, bond.count});
+      bonds_[bond.b].push_back({bond.a, bond.count});
     }
-    for (const auto& [sw, count] : a_ends) {
-      for (const auto& [sw_b, count_b] : b_ends) {
-        if (sw == sw_b) direct += std::min(count, count_b);
+  }
+
+  SmiToken operator()(int a, int b) const {
+    if (a == b) return SmiToken{SmiClass::self, 0};
+    if (topo_.nodes[a].kind == NodeKind::gpu && topo_.nodes[b].kind == NodeKind::gpu) {
+      // Links joining the pair directly, plus, for each NVSwitch both reach, the narrower side.
+      int links = 0;
+      for (const auto& [other, count] : bonds_[a]) {
+        if (other == b) {
+          links += count;
+        } else if (topo_.nodes[other].kind == NodeKind::nvswitch) {
+          for (const auto& [far, far_count] : bonds_[b]) {
+            if (far == other) links += std::min(count, far_count);
+          }
+        }
       }
+      if (links > 0) return SmiToken{SmiClass::nvlink, links};
     }
-    if (direct > 0) return SmiToken{SmiClass::nvlink, direct};
+    return pcie(a, b);
   }
-  // PCIe: climb both chains to the lowest common ancestor.
-  std::vector<int> up_a, up_b;
-  for (int n = a; n >= 0 && up_a.size() <= topo.nodes.size(); n = topo.nodes[n].parent) up_a.push_back(n);
-  for (int n = b; n >= 0 && up_b.size() <= topo.nodes.size(); n = topo.nodes[n].parent) up_b.push_back(n);
-  const int cpu_a = up_a.empty() ? -1 : up_a.back();
-  const int cpu_b = up_b.empty() ? -1 : up_b.back();
-  if (cpu_a != cpu_b || cpu_a < 0 || topo.nodes[cpu_a].kind != NodeKind::cpu) return SmiToken{SmiClass::sys, 0};
-  // Walk down from the shared CPU while the chains agree.
-  std::size_t ia = up_a.size() - 1, ib = up_b.size() - 1;
-  while (ia > 0 && ib > 0 && up_a[ia - 1] == up_b[ib - 1]) {
-    --ia;
-    --ib;
+
+ private:
+  // The pair's place in the PCIe tree: climb both chains to the lowest common ancestor.
+  SmiToken pcie(int a, int b) const {
+    std::vector<int> up_a, up_b;
+    for (int n = a; n >= 0 && up_a.size() <= topo_.nodes.size(); n = topo_.nodes[n].parent) up_a.push_back(n);
+    for (int n = b; n >= 0 && up_b.size() <= topo_.nodes.size(); n = topo_.nodes[n].parent) up_b.push_back(n);
+    const int cpu_a = up_a.empty() ? -1 : up_a.back();
+    const int cpu_b = up_b.empty() ? -1 : up_b.back();
+    if (cpu_a != cpu_b || cpu_a < 0 || topo_.nodes[cpu_a].kind != NodeKind::cpu) return SmiToken{SmiClass::sys, 0};
+    // Walk down from the shared CPU while the chains agree.
+    std::size_t ia = up_a.size() - 1, ib = up_b.size() - 1;
+    while (ia > 0 && ib > 0 && up_a[ia - 1] == up_b[ib - 1]) {
+      --ia;
+      --ib;
+    }
+    const int lca = up_a[ia];
+    if (topo_.nodes[lca].kind == NodeKind::cpu) {
+      // ia, ib >= 1 here: a and b are distinct nodes below the CPU.
+      const bool same = topo_.nodes[up_a[ia - 1]].host_bridge == topo_.nodes[up_b[ib - 1]].host_bridge;
+      return SmiToken{same ? SmiClass::phb : SmiClass::node, 0};
+    }
+    // Switches on the route: those strictly above a and b up to and including the LCA.
+    int switches = 0;
+    for (std::size_t k = 1; k <= ia; ++k) switches += topo_.nodes[up_a[k]].kind == NodeKind::pci_switch;
+    for (std::size_t k = 1; k < ib; ++k) switches += topo_.nodes[up_b[k]].kind == NodeKind::pci_switch;
+    return SmiToken{switches <= 1 ? SmiClass::pix : SmiClass::pxb, 0};
   }
-  const int lca = up_a[ia];
-  if (topo.nodes[lca].kind == NodeKind::cpu) {
-    // ia, ib >= 1 here: a and b are distinct nodes below the CPU.
-    const int top_a = up_a[ia - 1];
-    const int top_b = up_b[ib - 1];
-    return SmiToken{topo.nodes[top_a].host_bridge == topo.nodes[top_b].host_bridge ? SmiClass::phb : SmiClass::node,
-                    0};
-  }
-  // Switches on the route: those strictly above a and b up to and including the LCA.
-  int switches = 0;
-  for (std::size_t k = 1; k <= ia; ++k) switches += topo.nodes[up_a[k]].kind == NodeKind::pci_switch;
-  for (std::size_t k = 1; k < ib; ++k) switches += topo.nodes[up_b[k]].kind == NodeKind::pci_switch;
-  return SmiToken{switches <= 1 ? SmiClass::pix : SmiClass::pxb, 0};
-}
+
+  const Topology& topo_;
+  std::vector<std::vector<std::pair<int, int>>> bonds_;  // per node: (other end, link count)
+};
+
+// nvidia-smi's token for one pair (build an SmiClassifier for many).
+inline SmiToken smi_token(const Topology& topo, int a, int b) { return SmiClassifier(topo)(a, b); }
 
 namespace detail {
 struct Adjacent {
@@ -185,13 +202,14 @@ class PathMatrix {
     devices.insert(devices.end(), nics_.begin(), nics_.end());
     const std::size_t d = devices.size();
     table_.assign(d * d, Path{});
+    const SmiClassifier classify(topo);
     std::vector<int> prev_node, prev_link, hops;
     std::vector<double> bw;
     for (std::size_t x = 0; x < d; ++x) {
       detail::route_from(topo, all, adj, devices[x], prev_node, prev_link, hops, bw);
       for (std::size_t y = 0; y < d; ++y) {
         Path& path = table_[x * d + y];
-        path.token = smi_token(topo, devices[x], devices[y]);
+        path.token = classify(devices[x], devices[y]);
         if (x == y) {
           path.type = PathType::loc;
           path.bw_GBps = kLocalGBps;

@@ -106,6 +106,17 @@ inline PathType nccl_type(const SmiToken& token) {
   return PathType::dis;
 }
 
+// Whether `word` can name a NIC column of the matrix: one word of printable characters, not a
+// matrix token, not a heading word (CPU, NUMA, GPU, ...), not a GPU label, no '=' or ':'.
+inline bool is_nic_name(std::string_view word) {
+  if (word.empty() || word.size() > 64 || parse_smi_token(word)) return false;
+  for (const char c : word) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == '=' || c == ':' || c == 0x7f) return false;
+  }
+  if (word == "CPU" || word == "NUMA" || word == "Affinity" || word == "ID" || word == "Legend:") return false;
+  return word.substr(0, 3) != "GPU";
+}
+
 // PCIe distance rank used when deriving a tree from a matrix: PIX < PXB < PHB < NODE < SYS.
 inline int pcie_level(SmiClass cls) {
   switch (cls) {

@@ -9,18 +9,26 @@
 
 #include "cpuset.hpp"
 #include "path.hpp"
+#include "path_class.hpp"
 #include "ring_search.hpp"
 #include "topology.hpp"
 
 namespace chorus::topo {
 
-// "GPU0".."GPUn-1", then each NIC's RDMA name ("mlx5_0"), or "NIC<k>" when the source gave none.
+// "GPU0".."GPUn-1", then each NIC's RDMA name ("mlx5_0"). A NIC whose name is missing, taken by
+// an earlier NIC, or unfit for a matrix heading (spaces, a token) is "NIC<k>", as nvidia-smi
+// labels NICs, so the names are always distinct single words.
 inline std::vector<std::string> device_names(const Topology& topo, const PathMatrix& paths) {
   std::vector<std::string> names;
   for (int g = 0; g < paths.gpu_count(); ++g) names.push_back("GPU" + std::to_string(g));
+  const auto taken = [&names](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
   for (int k = 0; k < paths.nic_count(); ++k) {
-    const std::string& name = topo.nodes[paths.nic_node(k)].name;
-    names.push_back(name.empty() ? "NIC" + std::to_string(k) : name);
+    std::string name = topo.nodes[paths.nic_node(k)].name;
+    if (!is_nic_name(name) || taken(name)) name = "NIC" + std::to_string(k);
+    while (taken(name)) name += "_";
+    names.push_back(name);
   }
   return names;
 }

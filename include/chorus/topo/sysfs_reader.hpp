@@ -238,6 +238,7 @@ inline Topology read_sysfs(const std::string& root = "/") {
     const auto [parent, host_bridge] = attach(found);
     topo.add_gpu(parent, detail::sysfs_pci(found.dir, found.busid), dev++, 0, host_bridge);
   }
+  int net_dev = 0;  // network devices numbered across NICs, in bus id order
   for (const Found& found : nics) {
     const auto [parent, host_bridge] = attach(found);
     std::vector<NetPort> nets;
@@ -245,7 +246,7 @@ inline Topology read_sysfs(const std::string& root = "/") {
       for (const std::string& port : detail::sorted_entries(found.dir / "infiniband" / name / "ports")) {
         NetPort net;
         net.name = name;
-        net.dev = static_cast<int>(nets.size());
+        net.dev = net_dev++;
         net.port = std::atoi(port.c_str());
         // "100 Gb/sec (4X EDR)"
         const auto rate = detail::sysfs_line(found.dir / "infiniband" / name / "ports" / port / "rate");
@@ -257,6 +258,7 @@ inline Topology read_sysfs(const std::string& root = "/") {
       for (const std::string& name : detail::sorted_entries(found.dir / "net")) {
         NetPort net;
         net.name = name;
+        net.dev = net_dev++;
         net.speed_mbps = std::max(0, detail::sysfs_int(found.dir / "net" / name / "speed", 0));
         nets.push_back(net);
       }

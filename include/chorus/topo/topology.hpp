@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,34 +37,6 @@ inline std::string excerpt(std::string_view text, std::size_t max = 48) {
   return out;
 }
 }  // namespace detail
-
-// <0, 0, >0 like strcmp, but runs of digits compare by value: "mlx5_2" < "mlx5_10".
-inline int natural_compare(const std::string& a, const std::string& b) {
-  std::size_t i = 0, j = 0;
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  while (i < a.size() && j < b.size()) {
-    if (digit(a[i]) && digit(b[j])) {
-      std::size_t ei = i, ej = j;
-      while (ei < a.size() && a[ei] == '0') ++ei;  // leading zeros do not count
-      while (ej < b.size() && b[ej] == '0') ++ej;
-      std::size_t ni = ei, nj = ej;
-      while (ni < a.size() && digit(a[ni])) ++ni;
-      while (nj < b.size() && digit(b[nj])) ++nj;
-      if (ni - ei != nj - ej) return ni - ei < nj - ej ? -1 : 1;
-      const int c = a.compare(ei, ni - ei, b, ej, nj - ej);
-      if (c != 0) return c;
-      i = ni;
-      j = nj;
-    } else {
-      if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]) ? -1 : 1;
-      ++i;
-      ++j;
-    }
-  }
-  if (i < a.size()) return 1;
-  if (j < b.size()) return -1;
-  return 0;
-}
 
 // NVLink bonding between two nodes (gpu-gpu, gpu-nvswitch, gpu-cpu); `count` links in total.
 struct NvLinkBond {
@@ -137,14 +110,16 @@ struct Topology {
     std::stable_sort(out.begin(), out.end(), [this](int x, int y) { return nodes[x].dev < nodes[y].dev; });
     return out;
   }
-  // NIC node indices in the order nvidia-smi lists them: by name, numbers compared as numbers
-  // (mlx5_2 before mlx5_10), then by bus id for NICs without a name.
+  // NIC node indices in network-device order: by their first port's device index (NCCL's net
+  // dev, nvidia-smi's NIC number), then by bus id; NICs without ports come last.
   std::vector<int> nic_nodes() const {
     std::vector<int> out = nodes_of(NodeKind::nic);
-    std::stable_sort(out.begin(), out.end(), [this](int x, int y) {
-      const int by_name = natural_compare(nodes[x].name, nodes[y].name);
-      return by_name != 0 ? by_name < 0 : nodes[x].pci.busid < nodes[y].pci.busid;
-    });
+    const auto key = [this](int n) {
+      const Node& node = nodes[n];
+      return std::make_tuple(node.nets.empty() ? 1 : 0, node.nets.empty() ? 0 : node.nets.front().dev,
+                             node.pci.busid, n);
+    };
+    std::sort(out.begin(), out.end(), [&key](int x, int y) { return key(x) < key(y); });
     return out;
   }
   std::vector<int> cpu_nodes() const { return nodes_of(NodeKind::cpu); }
