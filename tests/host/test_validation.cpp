@@ -109,6 +109,12 @@ TEST_CASE("null buffers are fine with a zero count, and where a rank does not us
     std::vector<double> data(5, 1.0);
     c.broadcast<double>(c.rank() == 0 ? data.data() : nullptr, data.data(), 5, 0);
     c.reduce<double>(data.data(), c.rank() == 2 ? data.data() : nullptr, 5, ReduceOp::sum, 2);
+    // A literal nullptr needs no explicit type where the call allows it.
+    if (c.rank() != 1) c.broadcast(nullptr, data.data(), 0, 1);
+    if (c.rank() == 1) c.broadcast(data.data(), data.data(), 0, 1);
+    c.reduce(data.data(), c.rank() == 0 ? data.data() : nullptr, 5, ReduceOp::max, 0);
+    if (c.rank() != 0) c.reduce(data.data(), nullptr, 5, ReduceOp::max, 0);
+    if (c.rank() == 0) c.reduce(data.data(), data.data(), 5, ReduceOp::max, 0);
   });
   for (const Outcome& o : outcomes) {
     INFO(o.message);

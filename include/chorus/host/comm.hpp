@@ -44,7 +44,15 @@ namespace chorus::host {
 class Team;
 namespace detail {
 struct CommAccess;
-}
+// Keeps a parameter out of template argument deduction, so a literal nullptr is accepted where
+// the buffer may be null (broadcast's send, reduce's recv on non-roots) and T comes from the other.
+template <class T>
+struct same {
+  using type = T;
+};
+template <class T>
+using same_t = typename same<T>::type;
+}  // namespace detail
 
 class Comm {
  public:
@@ -64,11 +72,11 @@ class Comm {
     collective(request<T>("all_reduce", algo::Collective::all_reduce, send, recv, count, op, 0, algorithm));
   }
   template <class T>
-  void broadcast(const T* send, T* recv, std::size_t count, int root) {
+  void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root) {
     collective(request<T>("broadcast", algo::Collective::broadcast, send, recv, count, ReduceOp::sum, root));
   }
   template <class T>
-  void reduce(const T* send, T* recv, std::size_t count, ReduceOp op, int root) {
+  void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root) {
     collective(request<T>("reduce", algo::Collective::reduce, send, recv, count, op, root));
   }
   template <class T>

@@ -2,7 +2,8 @@
 // each on its own thread, and returns when all have returned. If any rank throws, the team is
 // aborted so every peer still waiting in chorus is released (with chorus::Error naming the
 // failed rank), and run rethrows the original exception, not the consequences. A Team can run
-// again after a failed run.
+// again after a failed run. The Comm passed to fn, and every communicator split from it, is
+// valid only during the run that created it.
 #pragma once
 
 #include <atomic>
