@@ -112,8 +112,8 @@ void explain(const topo::PathMatrix& paths, const std::vector<int>& ring) {
   if (naive == ring) {
     std::printf("  The plain order 0, 1, ..., n-1 is already optimal here.\n");
   } else {
-    std::printf("  The plain order 0, 1, ..., n-1 would bottleneck at %s; this ring at %s.\n", gbps(naive_weakest).c_str(),
-                gbps(weakest).c_str());
+    std::printf("  The plain order 0, 1, ..., n-1 would bottleneck at %s; this ring at %s.\n",
+                gbps(naive_weakest).c_str(), gbps(weakest).c_str());
   }
   if (socket > 0) {
     std::printf("  A ring over both sockets must cross between them at least twice; this one does it exactly\n"
@@ -129,7 +129,8 @@ void show_machine(const std::string& dir, const Machine& m) {
   print_matrix(paths);
   const topo::RingPlan plan = topo::search_rings(machine, paths);
   const topo::Ring& best = plan.rings.front();
-  std::printf("  best ring: %s   bottleneck %s\n", topo::ring_text(best.order).c_str(), gbps(best.bottleneck_GBps).c_str());
+  std::printf("  best ring: %s   bottleneck %s\n", topo::ring_text(best.order).c_str(),
+              gbps(best.bottleneck_GBps).c_str());
   explain(paths, best.order);
   std::printf("  %zu ring(s) fit side by side at %s each (NCCL would call them channels).\n", plan.rings.size(),
               gbps(plan.channel_GBps).c_str());
@@ -156,7 +157,8 @@ void show_schedule(const std::string& dir) {
     peers.insert(step.peer);
     if (i >= 6) continue;
     const topo::Path& link = paths.gpu(0, step.peer);
-    std::printf("    %-46s %s, %s\n", algo::describe(step).c_str(), link.token.text().c_str(), gbps(link.bw_GBps).c_str());
+    std::printf("    %-46s %s, %s\n", algo::describe(step).c_str(), link.token.text().c_str(),
+                gbps(link.bw_GBps).c_str());
   }
   std::string with;
   for (int peer : peers) with += (with.empty() ? "rank " : " or rank ") + std::to_string(peer);
@@ -177,13 +179,15 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : CHORUS_FIXTURE_DIR;
   using topo::CpuFamily;
   const Machine machines[] = {
-      {"DGX-1 V100: hybrid cube-mesh", "dgx1-v100.txt", {70, 3, CpuFamily::intel_broadwell}, {0, 3, 2, 1, 5, 6, 7, 4}, 40.0},
+      {"DGX-1 V100: hybrid cube-mesh", "dgx1-v100.txt", {70, 3, CpuFamily::intel_broadwell},
+       {0, 3, 2, 1, 5, 6, 7, 4}, 40.0},
       {"DGX A100: NVSwitch", "dgx-a100.xml", {}, {0, 1, 2, 3, 4, 5, 6, 7}, 240.0},
       {"DGX H100: NVSwitch", "dgx-h100.xml", {}, {0, 1, 2, 3, 4, 5, 6, 7}, 370.8},
       {"8 PCIe GPUs, two sockets", "pcie-8gpu-2socket.xml", {}, {0, 1, 2, 3, 4, 5, 6, 7}, 16.0},
       {"Workstation: 2 GPUs and an NVLink bridge", "workstation-2gpu-nvlink.xml", {}, {0, 1}, 48.0},
       {"4 GPUs in two NVLink pairs", "box-4gpu-nvlink-pairs.xml", {}, {0, 1, 2, 3}, 10.0},
   };
+
   try {
     for (const Machine& m : machines) show_machine(dir, m);
     show_schedule(dir);

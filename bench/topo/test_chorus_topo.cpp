@@ -161,6 +161,7 @@ TEST_CASE("chorus-topo rejects malformed input with status 2", "[topo][tool]") {
     CHECK(run("--nvsmi " + quote(fixtures::path(file)) + " --json 2>/dev/null").status == 2);
     CHECK(run("--nvsmi " + quote(fixtures::path(file)) + " --json 2>/dev/null").out.empty());
   }
-  CHECK(run("--nccl-xml " + quote(fixtures::path("malformed/xml-nvlink-target-not-found.xml")) + " 2>/dev/null").status ==
-        2);
+  CHECK(
+      run("--nccl-xml " + quote(fixtures::path("malformed/xml-nvlink-target-not-found.xml")) + " 2>/dev/null").status ==
+      2);
 }

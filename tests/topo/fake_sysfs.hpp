@@ -63,8 +63,12 @@ class FakeSysfs {
                     {"max_link_width", "16"}, {"numa_node", std::to_string(numa)}});
   }
   void nic(const std::string& path, const std::string& name, int numa = 0) const {
-    function(path, {{"class", "0x020700"}, {"vendor", "0x15b3"}, {"device", "0x101b"},
-                    {"max_link_speed", "16.0 GT/s PCIe"}, {"max_link_width", "16"}, {"numa_node", std::to_string(numa)}});
+    function(path, {{"class", "0x020700"},
+                    {"vendor", "0x15b3"},
+                    {"device", "0x101b"},
+                    {"max_link_speed", "16.0 GT/s PCIe"},
+                    {"max_link_width", "16"},
+                    {"numa_node", std::to_string(numa)}});
     write("sys/devices/" + path + "/infiniband/" + name + "/ports/1/rate", "200 Gb/sec (4X HDR)");
   }
 

@@ -24,7 +24,9 @@ const std::string kCpu =
     "<cpu numaid=\"0\" affinity=\"ff\" arch=\"x86_64\" vendor=\"AuthenticAMD\" familyid=\"23\" modelid=\"49\">";
 
 // A one-CPU system around `body`.
-std::string in_system(const std::string& body) { return "<system version=\"1\">\n" + kCpu + "\n" + body + "\n</cpu>\n</system>\n"; }
+std::string in_system(const std::string& body) {
+  return "<system version=\"1\">\n" + kCpu + "\n" + body + "\n</cpu>\n</system>\n";
+}
 
 std::string gpu(const std::string& busid, int dev, const std::string& links = "", int sm = 80) {
   return "<pci busid=\"" + busid + "\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\"><gpu dev=\"" +
@@ -80,7 +82,8 @@ TEST_CASE("NVSwitch targets merge into one fabric node; POWER9 links reach the C
 
 TEST_CASE("unknown elements and attributes are skipped, comments ignored", "[topo][xml]") {
   const Topology t = read_nccl_xml(
-      "<!-- head --><system version=\"1\" extra=\"x\">\n<cpu host_hash=\"0x1\" numaid=\"0\">\n<!-- <gpu dev=\"7\"/> -->\n" +
+      "<!-- head --><system version=\"1\" extra=\"x\">\n<cpu host_hash=\"0x1\" numaid=\"0\">\n<!-- <gpu dev=\"7\"/> "
+      "-->\n" +
       gpu("0000:01:00.0", 0) + "<c2c bw=\"1\"/>\n</cpu>\n<gin/>\n</system>\n");
   CHECK(t.gpu_count() == 1);
 }
@@ -103,9 +106,9 @@ TEST_CASE("link_speed in both spellings, unknown, or a placeholder switch", "[to
                                             std::string(speed) + "\" link_width=\"16\"/>"));
     CHECK(t.nodes[t.gpu_nodes()[0]].pci.link_gts == 16.0);
   }
-  const Topology placeholder = read_nccl_xml(in_system(
-      "<pci busid=\"ffff:ff:01.0\" class=\"0x060400\" link_speed=\"\" link_width=\"0\">" + gpu("0000:01:00.0", 0, "", 90) +
-      gpu("0000:02:00.0", 1, "", 90) + "</pci>"));
+  const Topology placeholder =
+      read_nccl_xml(in_system("<pci busid=\"ffff:ff:01.0\" class=\"0x060400\" link_speed=\"\" link_width=\"0\">" +
+                              gpu("0000:01:00.0", 0, "", 90) + gpu("0000:02:00.0", 1, "", 90) + "</pci>"));
   const PathMatrix p(placeholder);
   CHECK(p.gpu(0, 1).token.text() == "PIX");
   CHECK(placeholder.default_pcie_generation == 5);  // unknown links take the GPUs' generation
@@ -116,13 +119,15 @@ TEST_CASE("malformed content names the line and element", "[topo][xml]") {
   CHECK(error_of("<topology/>").find("line 1: the root element is <topology>, expected <system>") != std::string::npos);
   CHECK(error_of("<system>" + gpu("0000:01:00.0", 0) + "</system>").find("must be inside a <cpu>") !=
         std::string::npos);
-  CHECK(error_of(in_system("<gpu dev=\"0\"/>")).find("line 3: <gpu>: is not allowed inside <cpu>") != std::string::npos);
+  CHECK(error_of(in_system("<gpu dev=\"0\"/>")).find("line 3: <gpu>: is not allowed inside <cpu>") !=
+        std::string::npos);
   CHECK(error_of(in_system("<pci class=\"0x030200\"/>")).find("line 3: <pci>: missing attribute busid") !=
         std::string::npos);
   CHECK(error_of(in_system("<pci busid=\"0000:01:00\" class=\"0x030200\"/>")).find("is not a PCI bus id") !=
         std::string::npos);
-  CHECK(error_of(in_system(gpu("0000:01:00.0", 0) + gpu("0000:01:00.0", 1))).find("bus id 0000:01:00.0 appears twice") !=
-        std::string::npos);
+  CHECK(
+      error_of(in_system(gpu("0000:01:00.0", 0) + gpu("0000:01:00.0", 1))).find("bus id 0000:01:00.0 appears twice") !=
+      std::string::npos);
   CHECK(error_of(in_system(gpu("0000:01:00.0", 0) + gpu("0000:02:00.0", 0))).find("dev=\"0\" is also used on line 3") !=
         std::string::npos);
   CHECK(error_of(in_system(gpu("0000:01:00.0", 1))).find("no <gpu> has dev=\"0\"") != std::string::npos);
@@ -136,14 +141,18 @@ TEST_CASE("malformed content names the line and element", "[topo][xml]") {
             .find("missing attribute count") != std::string::npos);
   CHECK(error_of(in_system(gpu("0000:01:00.0", 0, nvlink("0000:01:00.0", 2)))).find("from a GPU to itself") !=
         std::string::npos);
-  CHECK(error_of(in_system(gpu("0000:01:00.0", 0, nvlink("0000:02:00.0", 2)) + gpu("0000:02:00.0", 1, nvlink("0000:01:00.0", 3))))
+  CHECK(error_of(in_system(gpu("0000:01:00.0", 0, nvlink("0000:02:00.0", 2)) +
+                           gpu("0000:02:00.0", 1, nvlink("0000:01:00.0", 3))))
             .find("disagree on their NVLink count (2 vs 3)") != std::string::npos);
   CHECK(error_of(in_system(gpu("0000:01:00.0", 0, nvlink("0000:02:00.0", 2) + nvlink("0000:02:00.0", 2)) +
                         gpu("0000:02:00.0", 1)))
             .find("listed twice") != std::string::npos);
-  CHECK(error_of(in_system("<pci busid=\"0000:05:00.0\" class=\"0x060400\"/>" + gpu("0000:01:00.0", 0, nvlink("0000:05:00.0", 2))))
+  CHECK(error_of(in_system("<pci busid=\"0000:05:00.0\" class=\"0x060400\"/>" +
+                           gpu("0000:01:00.0", 0, nvlink("0000:05:00.0", 2))))
             .find("is a pci, not a GPU or NVSwitch") != std::string::npos);
-  CHECK(error_of(in_system("<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\"/><pci busid=\"0000:02:00.0\"/></pci>"))
+  CHECK(error_of(
+            in_system(
+                "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\"/><pci busid=\"0000:02:00.0\"/></pci>"))
             .find("cannot contain another <pci>") != std::string::npos);
   CHECK(error_of("<system><cpu numaid=\"0\"/><cpu numaid=\"0\"/></system>").find("a second <cpu> with numaid 0") !=
         std::string::npos);

@@ -21,7 +21,8 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("spaces, tabs, terminal colours and CRLF read the same", "[topo][nvsmi]") {
-  const std::string spaces = "        GPU0    GPU1    CPU Affinity\nGPU0     X      NV2     0-7\nGPU1    NV2      X      0-7\n";
+  const std::string spaces =
+      "        GPU0    GPU1    CPU Affinity\nGPU0     X      NV2     0-7\nGPU1    NV2      X      0-7\n";
   const std::string tabs = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7\nGPU1\tNV2\t X \t0-7\n";
   const std::string colours =
       "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\x1b[0m\r\nGPU0\t X \tNV2\t0-7\r\nGPU1\tNV2\t X \t0-7\r\n";
@@ -86,8 +87,9 @@ TEST_CASE("malformed matrices name the line and what was expected", "[topo][nvsm
   CHECK(error_of("GPU0 GPU1\nGPU0 NV1 X\nGPU1 X NV1\n").find("expected X on the diagonal") != std::string::npos);
   CHECK(error_of("GPU0 GPU1\nGPU0 X X\nGPU1 X X\n").find("X off the diagonal") != std::string::npos);
   CHECK(error_of("GPU0 mlx5_0\nGPU0 X NV2\n").find("NICs have no NVLink") != std::string::npos);
-  CHECK(error_of("GPU0 GPU1\nGPU0 X NV1\nGPU1 NV2 X\n").find("line 3: GPU1/GPU0 is NV2 but GPU0/GPU1 (line 2) is NV1") !=
-        std::string::npos);
+  CHECK(
+      error_of("GPU0 GPU1\nGPU0 X NV1\nGPU1 NV2 X\n").find("line 3: GPU1/GPU0 is NV2 but GPU0/GPU1 (line 2) is NV1") !=
+      std::string::npos);
   CHECK(error_of("GPU0 GPU1\nGPU0 X NV1\nGPU0 X NV1\nGPU1 NV1 X\n").find("line 3: second row for GPU0") !=
         std::string::npos);
   CHECK(error_of("GPU0 NUMA Affinity\nGPU0 X zero\n").find("NUMA Affinity 'zero' is not a number") !=

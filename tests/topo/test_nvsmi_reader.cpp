@@ -89,11 +89,14 @@ TEST_CASE("more NVLinks than a GPU has means an NVSwitch fabric", "[topo][nvsmi]
 TEST_CASE("the derived PCIe tree prints the matrix it came from", "[topo][nvsmi]") {
   // Two GPUs per switch, two switches under one top switch, a fifth GPU alone on another host
   // bridge of the same NUMA node, three on the other socket.
-  const std::vector<std::vector<std::string>> rows = {
-      {"X", "PIX", "PXB", "PXB", "NODE", "SYS", "SYS", "SYS"}, {"PIX", "X", "PXB", "PXB", "NODE", "SYS", "SYS", "SYS"},
-      {"PXB", "PXB", "X", "PIX", "NODE", "SYS", "SYS", "SYS"}, {"PXB", "PXB", "PIX", "X", "NODE", "SYS", "SYS", "SYS"},
-      {"NODE", "NODE", "NODE", "NODE", "X", "SYS", "SYS", "SYS"}, {"SYS", "SYS", "SYS", "SYS", "SYS", "X", "PHB", "PHB"},
-      {"SYS", "SYS", "SYS", "SYS", "SYS", "PHB", "X", "PHB"},  {"SYS", "SYS", "SYS", "SYS", "SYS", "PHB", "PHB", "X"}};
+  const std::vector<std::vector<std::string>> rows = {{"X", "PIX", "PXB", "PXB", "NODE", "SYS", "SYS", "SYS"},
+                                                      {"PIX", "X", "PXB", "PXB", "NODE", "SYS", "SYS", "SYS"},
+                                                      {"PXB", "PXB", "X", "PIX", "NODE", "SYS", "SYS", "SYS"},
+                                                      {"PXB", "PXB", "PIX", "X", "NODE", "SYS", "SYS", "SYS"},
+                                                      {"NODE", "NODE", "NODE", "NODE", "X", "SYS", "SYS", "SYS"},
+                                                      {"SYS", "SYS", "SYS", "SYS", "SYS", "X", "PHB", "PHB"},
+                                                      {"SYS", "SYS", "SYS", "SYS", "SYS", "PHB", "X", "PHB"},
+                                                      {"SYS", "SYS", "SYS", "SYS", "SYS", "PHB", "PHB", "X"}};
   const Topology topo = read_nvsmi(matrix(rows));
   const PathMatrix paths(topo);
   for (int a = 0; a < 8; ++a) {

@@ -29,6 +29,7 @@
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
+#include "../core/log.hpp"
 #include "../core/reduce_op.hpp"
 #include "descriptor.hpp"
 #include "executor.hpp"
@@ -294,6 +295,8 @@ class Comm {
       algo::Options options;
       options.slice = key.slice;
       options.in_place = key.in_place;
+      chorus::log(LogLevel::debug, "host: building ", algo::to_string(key.collective), " schedule, pattern ",
+          algo::to_string(key.pattern), ", ", key.ranks, " ranks, count ", key.count, key.in_place ? ", in place" : "");
       return algo::build(key.collective, key.pattern, key.ranks, key.count, key.root, options);
     });
 

@@ -59,7 +59,9 @@ inline CudaPeers read_cuda_peers() {
       if (a == b) continue;
       int value = 0;
       if (cudaDeviceCanAccessPeer(&value, a, b) == cudaSuccess) peers.access[a][b] = value;
-      if (cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrPerformanceRank, a, b) == cudaSuccess) peers.rank[a][b] = value;
+      if (cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrPerformanceRank, a, b) == cudaSuccess) {
+        peers.rank[a][b] = value;
+      }
       if (cudaDeviceGetP2PAttribute(&value, cudaDevP2PAttrNativeAtomicSupported, a, b) == cudaSuccess) {
         peers.atomics[a][b] = value;
       }
@@ -73,7 +75,9 @@ inline CudaPeers read_cuda_peers() {
 inline void apply_cuda(Topology& topo, const CudaPeers& peers) {
   for (std::size_t d = 0; d < peers.busids.size(); ++d) {
     const int node = topo.find_busid(peers.busids[d]);
-    if (node >= 0 && topo.nodes[node].kind == NodeKind::gpu && topo.nodes[node].sm == 0) topo.nodes[node].sm = peers.sm[d];
+    if (node >= 0 && topo.nodes[node].kind == NodeKind::gpu && topo.nodes[node].sm == 0) {
+      topo.nodes[node].sm = peers.sm[d];
+    }
   }
 }
 

@@ -66,8 +66,8 @@ inline long long int_attr(const xml::Element& e, const char* key, std::optional<
   errno = 0;
   const long long parsed = std::strtoll(begin, &end, 0);
   if (value->empty() || end != begin + value->size() || errno != 0 || parsed < lo || parsed > hi) {
-    xml_fail(e, std::string("attribute ") + key + "=\"" + excerpt(*value) + "\" is not an integer in [" + std::to_string(lo) +
-                    ", " + std::to_string(hi) + "]");
+    xml_fail(e, std::string("attribute ") + key + "=\"" + excerpt(*value) + "\" is not an integer in [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   return parsed;
 }
@@ -149,7 +149,9 @@ class XmlBuilder {
     cpu.numa = static_cast<int>(int_attr(e, "numaid", -1, -1, 1 << 20));
     if (cpu.numa < 0) cpu.numa = static_cast<int>(topo_.cpu_nodes().size());
     for (int other : topo_.cpu_nodes()) {
-      if (topo_.nodes[other].cpu.numa == cpu.numa) xml_fail(e, "a second <cpu> with numaid " + std::to_string(cpu.numa));
+      if (topo_.nodes[other].cpu.numa == cpu.numa) {
+        xml_fail(e, "a second <cpu> with numaid " + std::to_string(cpu.numa));
+      }
     }
     cpu.affinity = attr_or(e, "affinity");
     cpu.arch = attr_or(e, "arch");
@@ -420,8 +422,9 @@ inline std::string write_nccl_xml(const Topology& topo) {
       link.attributes = {{"target", target}, {"count", std::to_string(bond.count)}, {"tclass", tclass}};
       out.push_back(std::move(link));
     }
-    std::sort(out.begin(), out.end(),
-              [](const xml::Element& a, const xml::Element& b) { return a.attributes[0].second < b.attributes[0].second; });
+    std::sort(out.begin(), out.end(), [](const xml::Element& a, const xml::Element& b) {
+      return a.attributes[0].second < b.attributes[0].second;
+    });
     return out;
   };
 
@@ -491,7 +494,8 @@ inline std::string write_nccl_xml(const Topology& topo) {
   system.name = "system";
   system.attributes = {{"version", "1"}};
   std::vector<int> cpus = topo.cpu_nodes();
-  std::sort(cpus.begin(), cpus.end(), [&topo](int a, int b) { return topo.nodes[a].cpu.numa < topo.nodes[b].cpu.numa; });
+  std::sort(cpus.begin(), cpus.end(),
+            [&topo](int a, int b) { return topo.nodes[a].cpu.numa < topo.nodes[b].cpu.numa; });
   for (int cpu_node : cpus) {
     const CpuInfo& info = topo.nodes[cpu_node].cpu;
     xml::Element cpu;

@@ -135,8 +135,8 @@ inline NvsmiMatrix parse_nvsmi(std::string_view text) {
         throw detail::nvsmi_error(header_line, "GPU column " + word + " comes after a NIC column");
       }
       if (index != m.gpus) {
-        throw detail::nvsmi_error(header_line,
-                                  chorus::detail::concat("expected column GPU", m.gpus, ", found ", detail::excerpt(word)));
+        throw detail::nvsmi_error(
+            header_line, chorus::detail::concat("expected column GPU", m.gpus, ", found ", detail::excerpt(word)));
       }
       ++m.gpus;
     } else if (!is_nic_name(word)) {
@@ -220,7 +220,8 @@ inline NvsmiMatrix parse_nvsmi(std::string_view text) {
       const std::string& cell = words[1 + col];
       const auto token = parse_smi_token(cell);
       if (!token) {
-        throw detail::nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": '" + detail::excerpt(cell) +
+        throw detail::nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": '" +
+                                            detail::excerpt(cell) +
                                             "' is not one of X, NV<n>, PIX, PXB, PHB, NODE, SYS, SOC");
       }
       if ((token->cls == SmiClass::self) != (col == row)) {

@@ -276,8 +276,8 @@ inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& o
       if (member >= g || m.cpu_affinity[member].empty()) continue;
       const auto cpus = parse_cpulist(m.cpu_affinity[member]);
       if (!cpus) {
-        throw detail::nvsmi_error(m.row_line[member],
-                                  "CPU Affinity '" + detail::excerpt(m.cpu_affinity[member]) + "' is not a CPU list like 0-19,40-59");
+        throw detail::nvsmi_error(m.row_line[member], "CPU Affinity '" + detail::excerpt(m.cpu_affinity[member]) +
+                                                          "' is not a CPU list like 0-19,40-59");
       }
       cpu.affinity = to_cpumask(*cpus);
       break;

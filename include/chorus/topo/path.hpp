@@ -195,7 +195,8 @@ inline PathType classify_route(const Topology& topo, const std::vector<Link>& al
 class PathMatrix {
  public:
   PathMatrix() = default;
-  explicit PathMatrix(const Topology& topo) : gpus_(topo.gpu_nodes()), nics_(topo.nic_nodes()), links_(chorus::topo::links(topo)) {
+  explicit PathMatrix(const Topology& topo)
+      : gpus_(topo.gpu_nodes()), nics_(topo.nic_nodes()), links_(chorus::topo::links(topo)) {
     const std::vector<Link>& all = links_;
     const auto adj = detail::adjacency(topo, all);
     std::vector<int> devices = gpus_;

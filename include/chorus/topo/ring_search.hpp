@@ -17,8 +17,9 @@
 // Channels: the first ring runs at speed s = min(its weakest hop, the per-channel cap of NCCL's
 // speed ladder for the GPU generation). Each further channel is the best ring in the *residual*
 // capacities (every directed link loses s per hop that crosses it) whose weakest hop still gets s;
-// the search stops when none does or at max_channels. An NVSwitch machine fits several copies of one ring (H100: 370.8/60 -> 6 rings);
-// a hybrid cube-mesh fits a ring and its reverse (they use opposite directions of each link).
+// the search stops when none does or at max_channels. An NVSwitch machine fits several copies of
+// one ring (H100: 370.8/60 -> 6 rings); a hybrid cube-mesh fits a ring and its reverse (they use
+// opposite directions of each link).
 #pragma once
 
 #include <algorithm>

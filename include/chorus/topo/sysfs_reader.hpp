@@ -157,7 +157,8 @@ inline Topology read_sysfs(const std::string& root = "/") {
     if (name.size() > 9) continue;  // no machine has a billion NUMA nodes
     numa_nodes.emplace_back(std::atoi(name.c_str() + 4), cpus.value_or(""));
   }
-  if (numa_nodes.empty()) numa_nodes.emplace_back(0, detail::sysfs_line(base / "sys/devices/system/cpu/online").value_or(""));
+  if (numa_nodes.empty())
+    numa_nodes.emplace_back(0, detail::sysfs_line(base / "sys/devices/system/cpu/online").value_or(""));
   std::sort(numa_nodes.begin(), numa_nodes.end());
   for (const auto& [numa, cpulist] : numa_nodes) {
     CpuInfo cpu = identity;
