@@ -4,4 +4,5 @@
 #include "core.hpp"
 #include "algo.hpp"
 #include "host.hpp"
+#include "topo.hpp"
 #include "bench.hpp"

@@ -291,10 +291,11 @@ class Comm {
     key.root = info.root;
     key.in_place = info.in_place;
     key.slice = detail::slice_elements(req.element_size);
-    const algo::Schedule& schedule = me_->schedules.get(key, state_->schedules(), [&key] {
+    const algo::Schedule& schedule = me_->schedules.get(key, state_->schedules(), [&key, this] {
       algo::Options options;
       options.slice = key.slice;
       options.in_place = key.in_place;
+      options.ring_order = state_->ring_order();
       chorus::log(LogLevel::debug, "host: building ", algo::to_string(key.collective), " schedule, pattern ",
           algo::to_string(key.pattern), ", ", key.ranks, " ranks, count ", key.count, key.in_place ? ", in place" : "");
       return algo::build(key.collective, key.pattern, key.ranks, key.count, key.root, options);

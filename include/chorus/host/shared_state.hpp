@@ -89,6 +89,14 @@ class SharedState {
     return channels_[index(from, to)];
   }
   ScheduleStore& schedules() const { return schedules_; }
+  // Ring and chain patterns place ranks in this order (empty: 0, 1, ..., n-1). Set on the team's
+  // communicator between runs, e.g. from topo::best_ring_order; split communicators use their own
+  // rank order.
+  const std::vector<int>& ring_order() const { return ring_order_; }
+  void set_ring_order(std::vector<int> order) {
+    ring_order_ = std::move(order);
+    schedules_.clear();
+  }
 
   // Called by a rank leaving a call with an exception (`reason`): make sure the team is aborted
   // (so no peer starts reading this rank's memory), then wait out reads in progress. Reads are
@@ -158,6 +166,7 @@ class SharedState {
   mutable std::once_flag channels_once_;
   mutable std::unique_ptr<Channel[]> channels_;
   mutable ScheduleStore schedules_;
+  std::vector<int> ring_order_;
   int yields_;
 };
 

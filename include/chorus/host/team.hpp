@@ -37,6 +37,34 @@ class Team {
 
   int size() const { return size_; }
 
+  // Places the team's ranks on rings and chains in this order (a permutation of 0..size-1), e.g.
+  // topo::best_ring_order(topology) so ring neighbours sit on the fastest links. Empty restores
+  // 0, 1, ..., size-1. Not while running; split communicators keep their own rank order.
+  void set_ring_order(std::vector<int> order) {
+    if (running_->load()) {
+      throw Error(ErrorCode::invalid_argument, "chorus::host::Team::set_ring_order: the team is running");
+    }
+    if (!order.empty()) {
+      std::vector<char> seen(static_cast<std::size_t>(size_), 0);
+      if (order.size() != seen.size()) {
+        throw Error(ErrorCode::invalid_argument,
+                    chorus::detail::concat("chorus::host::Team::set_ring_order: ", order.size(),
+                                           " entries for a team of ", size_));
+      }
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const int rank = order[i];
+        if (rank < 0 || rank >= size_ || seen[static_cast<std::size_t>(rank)]) {
+          throw Error(ErrorCode::invalid_argument,
+                      chorus::detail::concat("chorus::host::Team::set_ring_order: entry ", i, " is ", rank,
+                                             ", not a so-far-unused rank of 0..", size_ - 1));
+        }
+        seen[static_cast<std::size_t>(rank)] = 1;
+      }
+    }
+    world_->set_ring_order(std::move(order));
+  }
+  const std::vector<int>& ring_order() const { return world_->ring_order(); }
+
   template <class Fn>
   void run(Fn&& fn) {
     bool idle = false;
