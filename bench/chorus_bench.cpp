@@ -32,7 +32,7 @@ namespace {
 using chorus::Algorithm;
 using chorus::DataType;
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 namespace bench = chorus::bench;
 
 struct Config {
@@ -134,7 +134,7 @@ bench::Row run_row(chorus::host::Team& team, const Config& config, std::size_t s
       const Placement<T> apart{send.data(), recv.data(), recv.data(), recv.size()};
       measure(comm, config, check, apart, shape.count, op, root, out_of_place);
     }  // freed before the in-place buffer is allocated: peak memory stays at two buffers per rank
-    const bench::InPlaceLayout layout = bench::in_place_layout(config.collective, comm.rank(), n, shape.count);
+    const chorus::InPlaceBuffer layout = chorus::in_place_buffer(config.collective, comm.rank(), n, shape.count);
     std::vector<T> buffer(layout.buffer_count);
     const Placement<T> shared{buffer.data() + layout.send_offset, buffer.data() + layout.recv_offset, buffer.data(),
                               buffer.size()};
@@ -154,8 +154,8 @@ bench::Row run_row(chorus::host::Team& team, const Config& config, std::size_t s
   row.bytes = shape.bytes;
   row.elements = shape.elements;
   row.type = bench::nccl_name(chorus::data_type_v<T>);
-  row.redop = bench::reduces(config.collective) ? chorus::to_string(op) : "none";
-  row.root = bench::has_root(config.collective) ? root : -1;
+  row.redop = chorus::traits(config.collective).reduces ? chorus::to_string(op) : "none";
+  row.root = chorus::traits(config.collective).rooted ? root : -1;
   row.out_of_place = combine(out_of_place);
   row.in_place = combine(in_place);
   return row;
@@ -169,9 +169,11 @@ std::string host_name() {
 
 void print_preamble(const Config& config, const std::vector<std::size_t>& sizes) {
   std::printf("# chorus-bench %s: %s on the host backend (ranks are threads of one process)\n", CHORUS_VERSION,
-              chorus::algo::to_string(config.collective));
+              chorus::to_string(config.collective));
   std::printf("# ranks %d", config.ranks);
-  if (config.collective == Collective::all_reduce) std::printf(" algorithm %s", chorus::to_string(config.algorithm));
+  if (config.collective == Collective::all_reduce || config.algorithm != chorus::Algorithm::automatic) {
+    std::printf(" algorithm %s", chorus::to_string(config.algorithm));
+  }
   std::printf(" minBytes %zu maxBytes %zu", config.sweep.min_bytes, config.sweep.max_bytes);
   if (config.sweep.step_factor != 0) {
     std::printf(" step: %zu(factor)", config.sweep.step_factor);
@@ -200,7 +202,7 @@ void write_json(const Config& config, const std::vector<bench::Row>& rows) {
   doc["tool"] = "chorus-bench";
   doc["version"] = CHORUS_VERSION;
   doc["backend"] = "host";
-  doc["collective"] = chorus::algo::to_string(config.collective);
+  doc["collective"] = chorus::to_string(config.collective);
   doc["algorithm"] = chorus::to_string(config.algorithm);
   doc["ranks"] = config.ranks;
   doc["iters"] = config.iters;
@@ -227,8 +229,8 @@ int run(const Config& config) {
   print_preamble(config, sizes);
   chorus::host::Team team(config.ranks);
   std::vector<bench::Row> rows;
-  const std::vector<ReduceOp> ops = bench::reduces(config.collective) ? config.ops : std::vector<ReduceOp>{ReduceOp::sum};
-  const std::vector<int> roots = bench::has_root(config.collective) ? config.roots : std::vector<int>{0};
+  const std::vector<ReduceOp> ops = chorus::traits(config.collective).reduces ? config.ops : std::vector<ReduceOp>{ReduceOp::sum};
+  const std::vector<int> roots = chorus::traits(config.collective).rooted ? config.roots : std::vector<int>{0};
   for (DataType type : config.types) {
     for (ReduceOp op : ops) {
       for (int root : roots) {
@@ -275,7 +277,7 @@ int main(int argc, char** argv) {
   app.add_option("-r,--root", root_text, "root rank of broadcast and reduce, or all")->capture_default_str();
   app.add_option("--ranks", config.ranks, "number of ranks (default: cores, between 2 and 8)")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--algo", algo_text, std::string("all_reduce algorithm: ") + bench::kAlgorithmChoices)
+  app.add_option("--algo", algo_text, std::string("algorithm (each serves some collectives): ") + bench::kAlgorithmChoices)
       ->capture_default_str();
   app.add_option("--collective", collective_text, std::string("collective: ") + bench::kCollectiveChoices)
       ->capture_default_str();
@@ -284,7 +286,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int status = app.exit(e);  // prints help or the parse error
+    // --help and --version exit 0 and print as CLI11 does; usage errors get the tool's prefix.
+    if (e.get_exit_code() != 0) std::fprintf(stderr, "chorus-bench: error: ");
+    const int status = app.exit(e);
     return status == 0 ? 0 : 2;
   }
 
@@ -292,9 +296,10 @@ int main(int argc, char** argv) {
     if (backend != "host") throw usage_error("backend " + backend + " is not available in this build (available: host)");
     config.collective = bench::parse_collective(collective_text);
     config.algorithm = bench::parse_algorithm(algo_text);
-    if (config.algorithm != Algorithm::automatic && config.collective != Collective::all_reduce) {
-      throw usage_error(std::string("--algo applies to all_reduce only; ") +
-                        chorus::algo::to_string(config.collective) + " chooses its own pattern");
+    if (!chorus::supports(config.collective, config.algorithm)) {
+      throw usage_error(std::string("--algo ") + chorus::to_string(config.algorithm) + " does not implement " +
+                        chorus::to_string(config.collective) + " (choose from " +
+                        chorus::algorithm_choices(config.collective) + ")");
     }
     config.sweep.min_bytes = bench::parse_size(min_text);
     config.sweep.max_bytes = bench::parse_size(max_text);
@@ -303,6 +308,11 @@ int main(int argc, char** argv) {
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);
     config.roots = parse_roots(root_text, config.ranks);
+    if (!config.json_path.empty()) {
+      // Fail before a long benchmark, not after it: the file is opened (and created) up front.
+      std::ofstream probe(config.json_path, std::ios::app);
+      if (!probe) throw usage_error("cannot write JSON to " + config.json_path);
+    }
     return run(config);
   } catch (const std::exception& e) {
     std::fflush(stdout);

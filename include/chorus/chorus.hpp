@@ -3,6 +3,7 @@
 
 #include "core.hpp"
 #include "algo.hpp"
+#include "runtime.hpp"
 #include "host.hpp"
 #include "topo.hpp"
 #include "bench.hpp"

@@ -3,6 +3,8 @@
 
 #include "core/algorithm.hpp"
 #include "core/bfloat16.hpp"
+#include "core/collective.hpp"
+#include "core/communicator.hpp"
 #include "core/config.hpp"
 #include "core/data_type.hpp"
 #include "core/env.hpp"

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <chorus/bench/bandwidth.hpp>
 
-using chorus::algo::Collective;
+using chorus::Collective;
 using namespace chorus::bench;
 
 TEST_CASE("bus factors are nccl-tests' for every collective") {

@@ -1,5 +1,5 @@
-// call_collective routes to the right Comm member with the right arguments; the in-place layout
-// matches the documented aliasing; timing makes the calls it promises between barriers.
+// call_collective routes to the right Comm member with the right arguments (the algorithm
+// included); timing makes the calls it promises between barriers.
 #include <catch2/catch.hpp>
 #include <chorus/bench/call.hpp>
 #include <chorus/bench/timing.hpp>
@@ -8,7 +8,7 @@
 
 using chorus::Algorithm;
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using namespace chorus::bench;
 
 namespace {
@@ -16,8 +16,8 @@ namespace {
 // Records the last call instead of communicating.
 struct FakeComm {
   std::string last;
-  const void* send = nullptr;
-  void* recv = nullptr;
+  const void* send_buffer = nullptr;
+  void* recv_buffer = nullptr;
   std::size_t count = 0;
   ReduceOp op = ReduceOp::sum;
   int root = -1;
@@ -27,38 +27,54 @@ struct FakeComm {
   template <class T>
   void record(const char* name, const T* s, T* r, std::size_t c) {
     last = name;
-    send = s;
-    recv = r;
+    send_buffer = s;
+    recv_buffer = r;
     count = c;
   }
+  // The rest of the contract, unused here.
+  int rank() const { return 0; }
+  int size() const { return 1; }
+  template <class T> void send(const T*, std::size_t, int) {}
+  template <class T> void recv(T*, std::size_t, int) {}
+  void all_reduce(const void*, void*, std::size_t, chorus::DataType, ReduceOp, Algorithm = Algorithm::automatic) {}
+  void broadcast(const void*, void*, std::size_t, chorus::DataType, int) {}
+  void reduce(const void*, void*, std::size_t, chorus::DataType, ReduceOp, int) {}
+  void all_gather(const void*, void*, std::size_t, chorus::DataType) {}
+  void reduce_scatter(const void*, void*, std::size_t, chorus::DataType, ReduceOp) {}
+  void all_to_all(const void*, void*, std::size_t, chorus::DataType) {}
+  void send(const void*, std::size_t, chorus::DataType, int) {}
+  void recv(void*, std::size_t, chorus::DataType, int) {}
+  FakeComm split(int, int) { return {}; }
+
   template <class T>
-  void all_reduce(const T* s, T* r, std::size_t c, ReduceOp o, Algorithm a) {
+  void all_reduce(const T* s, T* r, std::size_t c, ReduceOp o, Algorithm a = Algorithm::automatic) {
     record("all_reduce", s, r, c);
     op = o;
     algorithm = a;
   }
   template <class T>
-  void reduce_scatter(const T* s, T* r, std::size_t c, ReduceOp o) {
+  void reduce_scatter(const T* s, T* r, std::size_t c, ReduceOp o, Algorithm = Algorithm::automatic) {
     record("reduce_scatter", s, r, c);
     op = o;
   }
   template <class T>
-  void all_gather(const T* s, T* r, std::size_t c) {
+  void all_gather(const T* s, T* r, std::size_t c, Algorithm = Algorithm::automatic) {
     record("all_gather", s, r, c);
   }
   template <class T>
-  void broadcast(const T* s, T* r, std::size_t c, int root_rank) {
+  void broadcast(const T* s, T* r, std::size_t c, int root_rank, Algorithm a = Algorithm::automatic) {
     record("broadcast", s, r, c);
     root = root_rank;
+    algorithm = a;
   }
   template <class T>
-  void reduce(const T* s, T* r, std::size_t c, ReduceOp o, int root_rank) {
+  void reduce(const T* s, T* r, std::size_t c, ReduceOp o, int root_rank, Algorithm = Algorithm::automatic) {
     record("reduce", s, r, c);
     op = o;
     root = root_rank;
   }
   template <class T>
-  void all_to_all(const T* s, T* r, std::size_t c) {
+  void all_to_all(const T* s, T* r, std::size_t c, Algorithm = Algorithm::automatic) {
     record("all_to_all", s, r, c);
   }
   void barrier() { ++barriers; }
@@ -71,8 +87,8 @@ TEST_CASE("call_collective forwards to the named member") {
   float a[4] = {}, b[4] = {};
   call_collective(comm, Collective::all_reduce, a, b, 4, ReduceOp::max, 0, Algorithm::tree);
   CHECK(comm.last == "all_reduce");
-  CHECK(comm.send == a);
-  CHECK(comm.recv == b);
+  CHECK(comm.send_buffer == a);
+  CHECK(comm.recv_buffer == b);
   CHECK(comm.count == 4);
   CHECK(comm.op == ReduceOp::max);
   CHECK(comm.algorithm == Algorithm::tree);
@@ -93,25 +109,15 @@ TEST_CASE("call_collective forwards to the named member") {
   CHECK(comm.count == 1);
 }
 
-TEST_CASE("in-place layout follows NCCL's aliasing") {
-  const InPlaceLayout ag = in_place_layout(Collective::all_gather, 2, 4, 5);
-  CHECK(ag.buffer_count == 20);
-  CHECK(ag.send_offset == 10);
-  CHECK(ag.recv_offset == 0);
-  const InPlaceLayout rs = in_place_layout(Collective::reduce_scatter, 3, 4, 5);
-  CHECK(rs.buffer_count == 20);
-  CHECK(rs.send_offset == 0);
-  CHECK(rs.recv_offset == 15);
-  const InPlaceLayout a2a = in_place_layout(Collective::all_to_all, 1, 4, 5);
-  CHECK(a2a.buffer_count == 20);
-  CHECK(a2a.send_offset == a2a.recv_offset);
-  for (auto c : {Collective::all_reduce, Collective::broadcast, Collective::reduce}) {
-    const InPlaceLayout l = in_place_layout(c, 3, 4, 5);
-    CHECK(l.buffer_count == 5);
-    CHECK(l.send_offset == 0);
-    CHECK(l.recv_offset == 0);
-  }
-  CHECK(in_place_layout(Collective::all_gather, 0, 1, 0).buffer_count == 0);
+TEST_CASE("call_collective forwards a forced algorithm to every collective that takes one") {
+  static_assert(chorus::is_communicator_v<FakeComm>);
+  FakeComm comm;
+  float a[4] = {}, b[4] = {};
+  call_collective(comm, Collective::broadcast, a, b, 4, ReduceOp::sum, 1, Algorithm::chain);
+  CHECK(comm.last == "broadcast");
+  CHECK(comm.algorithm == Algorithm::chain);
+  call_collective(comm, Collective::broadcast, a, b, 4, ReduceOp::sum, 1, Algorithm::automatic);
+  CHECK(comm.algorithm == Algorithm::automatic);
 }
 
 TEST_CASE("seconds_per_call runs warmup + iters calls with barriers around the timed loop") {

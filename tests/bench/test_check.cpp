@@ -7,7 +7,7 @@
 #include <vector>
 
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using chorus::bench::Check;
 
 namespace {
@@ -144,7 +144,7 @@ TEMPLATE_TEST_CASE("expected values follow each collective's definition", "", st
       for (int n : {1, 2, 3, 5, 8}) {
         for (std::size_t c : {0, 1, 2, 7, 13}) {
           const int root = n > 2 ? 2 : n - 1;
-          INFO(chorus::algo::to_string(collective) << " " << chorus::to_string(op) << " ranks " << n << " count " << c);
+          INFO(chorus::to_string(collective) << " " << chorus::to_string(op) << " ranks " << n << " count " << c);
           const Check<TestType> check(collective, op, n, root, c);
           auto out = simulate(check, collective, op, n, root, c);
           std::size_t wrong = 0;

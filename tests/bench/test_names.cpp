@@ -7,7 +7,7 @@
 using chorus::Algorithm;
 using chorus::DataType;
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using namespace chorus::bench;
 
 TEST_CASE("data types: nccl-tests names, chorus names and all") {
@@ -44,6 +44,8 @@ TEST_CASE("algorithms and collectives, with or without separators") {
   CHECK(parse_algorithm("one_shot") == Algorithm::one_shot);
   CHECK(parse_algorithm("TwoShot") == Algorithm::two_shot);
   CHECK(parse_algorithm("tree") == Algorithm::tree);
+  CHECK(parse_algorithm("chain") == Algorithm::chain);
+  CHECK(parse_algorithm("Pairwise") == Algorithm::pairwise);
   CHECK(parse_collective("all_reduce") == Collective::all_reduce);
   CHECK(parse_collective("allreduce") == Collective::all_reduce);
   CHECK(parse_collective("alltoall") == Collective::all_to_all);
@@ -70,16 +72,4 @@ TEST_CASE("unknown names throw chorus::Error listing the choices") {
   CHECK_THAT(message(parse_algorithm, "nvls"), Catch::Contains("halving_doubling"));
   CHECK_THAT(message(parse_collective, "gather"), Catch::Contains("all_to_all"));
   CHECK_THAT(message(parse_collective, ""), Catch::Contains("collective"));
-}
-
-TEST_CASE("reduces and has_root") {
-  CHECK(reduces(Collective::all_reduce));
-  CHECK(reduces(Collective::reduce));
-  CHECK(reduces(Collective::reduce_scatter));
-  CHECK_FALSE(reduces(Collective::all_gather));
-  CHECK_FALSE(reduces(Collective::broadcast));
-  CHECK_FALSE(reduces(Collective::all_to_all));
-  CHECK(has_root(Collective::broadcast));
-  CHECK(has_root(Collective::reduce));
-  CHECK_FALSE(has_root(Collective::all_reduce));
 }

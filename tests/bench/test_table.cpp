@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-using chorus::algo::Collective;
+using chorus::Collective;
 using namespace chorus::bench;
 
 namespace {

@@ -189,18 +189,18 @@ class ScopedEnv {
 
 namespace harness {
 
-// A pattern to force through detail::CommAccess, or none (the public call chooses).
+// An algorithm to force through the public API; automatic lets the backend choose.
 struct Variant {
-  bool forced = false;
-  chorus::algo::Pattern pattern = chorus::algo::Pattern::ring;
-  const char* name() const { return forced ? chorus::algo::to_string(pattern) : "automatic"; }
+  chorus::Algorithm algorithm = chorus::Algorithm::automatic;
+  const char* name() const { return chorus::to_string(algorithm); }
 };
 
-inline std::vector<Variant> variants(chorus::algo::Collective collective) {
-  std::vector<Variant> list = {Variant{}};
-  for (int p = 0; p <= static_cast<int>(chorus::algo::Pattern::pairwise); ++p) {
-    const auto pattern = static_cast<chorus::algo::Pattern>(p);
-    if (chorus::algo::supports(collective, pattern)) list.push_back(Variant{true, pattern});
+// automatic, then every algorithm that implements `collective`.
+inline std::vector<Variant> variants(chorus::Collective collective) {
+  std::vector<Variant> list;
+  for (int a = 0; a < chorus::kAlgorithmCount; ++a) {
+    const auto algorithm = static_cast<chorus::Algorithm>(a);
+    if (chorus::supports(collective, algorithm)) list.push_back(Variant{algorithm});
   }
   return list;
 }

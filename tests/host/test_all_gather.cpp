@@ -7,18 +7,13 @@
 namespace {
 
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using chorus::host::Comm;
 using chorus::host::Team;
-using chorus::host::detail::CommAccess;
 
 template <class T>
 void all_gather(Comm& comm, const harness::Variant& v, const T* send, T* recv, std::size_t count) {
-  if (v.forced) {
-    CommAccess::collective(comm, Collective::all_gather, v.pattern, send, recv, count, ReduceOp::sum, 0);
-  } else {
-    comm.all_gather(send, recv, count);
-  }
+  comm.all_gather(send, recv, count, v.algorithm);
 }
 
 // Rank r's block: distinct per rank where the type allows, so a misplaced block shows.
@@ -78,5 +73,5 @@ TEST_CASE("all_gather: blocks longer than a pipeline slice", "[all_gather]") {
   for (const auto& variant : harness::variants(Collective::all_gather)) {
     check<float>(3, variant, {harness::slice_elements<float>() * 3 / 2 + 3});
   }
-  check<std::uint8_t>(2, harness::Variant{true, chorus::algo::Pattern::ring}, {harness::slice_elements<std::uint8_t>() + 1});
+  check<std::uint8_t>(2, harness::Variant{chorus::Algorithm::ring}, {harness::slice_elements<std::uint8_t>() + 1});
 }

@@ -7,18 +7,13 @@
 namespace {
 
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using chorus::host::Comm;
 using chorus::host::Team;
-using chorus::host::detail::CommAccess;
 
 template <class T>
 void broadcast(Comm& comm, const harness::Variant& v, const T* send, T* recv, std::size_t count, int root) {
-  if (v.forced) {
-    CommAccess::collective(comm, Collective::broadcast, v.pattern, send, recv, count, ReduceOp::sum, root);
-  } else {
-    comm.broadcast(send, recv, count, root);
-  }
+  comm.broadcast(send, recv, count, root, v.algorithm);
 }
 
 std::vector<int> roots(int ranks) {

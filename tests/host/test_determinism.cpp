@@ -15,7 +15,6 @@ using chorus::algo::Collective;
 using chorus::algo::Pattern;
 using chorus::host::Comm;
 using chorus::host::Team;
-using chorus::host::detail::CommAccess;
 
 template <class T>
 std::vector<T> noisy(int rank, std::size_t count, ReduceOp op) {
@@ -91,8 +90,7 @@ TEST_CASE("direct reduce_scatter folds in rank order", "[determinism]") {
   harness::run(team, [&](Comm& c) {
     const std::vector<float> in = noisy<float>(c.rank(), count * ranks, ReduceOp::sum);
     std::vector<float> out(count);
-    CommAccess::collective(c, Collective::reduce_scatter, Pattern::direct, in.data(), out.data(), count,
-                           ReduceOp::sum, 0);
+    c.reduce_scatter(in.data(), out.data(), count, ReduceOp::sum, chorus::Algorithm::direct);
     got[static_cast<std::size_t>(c.rank())] = out;
   });
   const std::vector<float> all = fold_in_rank_order<float>(ranks, count * ranks, ReduceOp::sum);

@@ -7,18 +7,13 @@
 namespace {
 
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using chorus::host::Comm;
 using chorus::host::Team;
-using chorus::host::detail::CommAccess;
 
 template <class T>
 void reduce(Comm& comm, const harness::Variant& v, const T* send, T* recv, std::size_t count, ReduceOp op, int root) {
-  if (v.forced) {
-    CommAccess::collective(comm, Collective::reduce, v.pattern, send, recv, count, op, root);
-  } else {
-    comm.reduce(send, recv, count, op, root);
-  }
+  comm.reduce(send, recv, count, op, root, v.algorithm);
 }
 
 enum class Mode { out_of_place, in_place, mixed };

@@ -7,10 +7,9 @@
 namespace {
 
 using chorus::ReduceOp;
-using chorus::algo::Collective;
+using chorus::Collective;
 using chorus::host::Comm;
 using chorus::host::Team;
-using chorus::host::detail::CommAccess;
 
 struct Case {
   std::size_t count;
@@ -20,11 +19,7 @@ struct Case {
 
 template <class T>
 void reduce_scatter(Comm& comm, const harness::Variant& v, const T* send, T* recv, std::size_t count, ReduceOp op) {
-  if (v.forced) {
-    CommAccess::collective(comm, Collective::reduce_scatter, v.pattern, send, recv, count, op, 0);
-  } else {
-    comm.reduce_scatter(send, recv, count, op);
-  }
+  comm.reduce_scatter(send, recv, count, op, v.algorithm);
 }
 
 template <class T>

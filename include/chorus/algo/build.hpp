@@ -19,30 +19,15 @@
 
 namespace chorus::algo {
 
+// The table of which pattern serves which collective is Algorithm's (core/algorithm.hpp).
 inline bool supports(Collective collective, Pattern pattern) {
-  switch (collective) {
-    case Collective::all_reduce:
-      return pattern == Pattern::ring || pattern == Pattern::tree || pattern == Pattern::halving_doubling ||
-             pattern == Pattern::one_shot || pattern == Pattern::two_shot;
-    case Collective::reduce_scatter:
-    case Collective::all_gather: return pattern == Pattern::ring || pattern == Pattern::direct;
-    case Collective::broadcast:
-    case Collective::reduce: return pattern == Pattern::chain || pattern == Pattern::binomial;
-    case Collective::all_to_all: return pattern == Pattern::pairwise;
-  }
-  return false;
+  return supports(collective, algorithm_of(pattern));
 }
 
-// The all_reduce pattern behind a user-facing Algorithm. `automatic` is the tuner's to resolve.
+// The pattern behind a user-facing Algorithm. `automatic` is the tuner's to resolve.
 inline Pattern pattern_for(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::ring: return Pattern::ring;
-    case Algorithm::tree: return Pattern::tree;
-    case Algorithm::halving_doubling: return Pattern::halving_doubling;
-    case Algorithm::one_shot: return Pattern::one_shot;
-    case Algorithm::two_shot: return Pattern::two_shot;
-    case Algorithm::automatic: break;
-  }
+  const int value = static_cast<int>(algorithm);
+  if (value > 0 && value < kAlgorithmCount) return static_cast<Pattern>(value - 1);
   throw Error(ErrorCode::invalid_argument,
               chorus::detail::concat("chorus::algo::pattern_for: algorithm ", to_string(algorithm),
                              " has no fixed pattern; resolve it first"));

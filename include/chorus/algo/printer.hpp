@@ -37,7 +37,7 @@ inline std::string summary(const Schedule& schedule) {
   std::string line = chorus::detail::concat(to_string(schedule.collective), " ", to_string(schedule.pattern), ", ",
                                     schedule.ranks, schedule.ranks == 1 ? " rank" : " ranks", ", count ",
                                     schedule.count);
-  if (schedule.collective == Collective::broadcast || schedule.collective == Collective::reduce) {
+  if (traits(schedule.collective).rooted) {
     line += chorus::detail::concat(", root ", schedule.root);
   }
   if (schedule.in_place) line += ", in place";

@@ -9,27 +9,23 @@
 #include <vector>
 
 #include "../core/algorithm.hpp"
+#include "../core/collective.hpp"
 #include "../core/error.hpp"
 
 namespace chorus::algo {
 
-enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all };
+// The collectives and their facts live in core (collective.hpp); algo uses them unqualified.
+using chorus::Collective;
+using chorus::to_string;
 
-// Communication patterns. all_reduce: ring, tree, halving_doubling, one_shot, two_shot.
-// reduce_scatter, all_gather: ring, direct. broadcast, reduce: chain, binomial. all_to_all: pairwise.
+// Communication patterns: an Algorithm other than automatic, resolved. all_reduce: ring, tree,
+// halving_doubling, one_shot, two_shot. reduce_scatter, all_gather: ring, direct. broadcast, reduce:
+// chain, binomial. all_to_all: pairwise. Same order as Algorithm after `automatic`.
 enum class Pattern { ring, tree, halving_doubling, one_shot, two_shot, direct, chain, binomial, pairwise };
 
-inline const char* to_string(Collective collective) {
-  switch (collective) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_gather: return "all_gather";
-    case Collective::broadcast: return "broadcast";
-    case Collective::reduce: return "reduce";
-    case Collective::all_to_all: return "all_to_all";
-  }
-  return "unknown";
-}
+inline constexpr int kPatternCount = 9;
+
+inline Algorithm algorithm_of(Pattern pattern) { return static_cast<Algorithm>(static_cast<int>(pattern) + 1); }
 
 inline const char* to_string(Pattern pattern) {
   switch (pattern) {
@@ -127,16 +123,8 @@ struct Schedule {
   std::size_t scratch_count = 0;
   std::vector<std::vector<Step>> steps;  // steps[rank]
 
-  std::size_t input_count() const {
-    return collective == Collective::reduce_scatter || collective == Collective::all_to_all
-               ? count * static_cast<std::size_t>(ranks)
-               : count;
-  }
-  std::size_t output_count() const {
-    return collective == Collective::all_gather || collective == Collective::all_to_all
-               ? count * static_cast<std::size_t>(ranks)
-               : count;
-  }
+  std::size_t input_count() const { return send_count(collective, count, ranks); }
+  std::size_t output_count() const { return recv_count(collective, count, ranks); }
 };
 
 // Fills Step::match by pairing the k-th send from p to q with the k-th recv at q from p.

@@ -57,7 +57,7 @@ Error generator_error(const char* generator, const Parts&... parts) {
 inline Schedule make_schedule(const char* generator, Collective collective, Pattern pattern, int ranks,
                               std::size_t count, int root, const Options& options) {
   if (ranks < 1) throw generator_error(generator, "ranks must be at least 1, got ", ranks);
-  const bool rooted = collective == Collective::broadcast || collective == Collective::reduce;
+  const bool rooted = traits(collective).rooted;
   if (rooted && (root < 0 || root >= ranks)) {
     throw generator_error(generator, "root ", root, " is not a rank of ", ranks);
   }

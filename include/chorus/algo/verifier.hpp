@@ -169,10 +169,10 @@ inline Layout layout_of(const Schedule& schedule, int rank) {
   std::size_t end = in + out;
   if (!schedule.in_place) {
     layout.base[1] = in;
-  } else if (schedule.collective == Collective::all_gather) {
+  } else if (traits(schedule.collective).in_place == InPlaceLayout::send_inside_recv) {
     layout.base[0] = own;  // input is this rank's slot of the output
     end = out;
-  } else if (schedule.collective == Collective::reduce_scatter) {
+  } else if (traits(schedule.collective).in_place == InPlaceLayout::recv_inside_send) {
     layout.base[1] = own;  // output is this rank's slot of the input
     end = in;
   } else {
@@ -196,12 +196,11 @@ inline std::string check_shape(const Schedule& schedule) {
   const int n = schedule.ranks;
   if (n < 1 || n > kMaxRanks) return concat("ranks is ", n, "; the verifier handles 1..", kMaxRanks);
   const auto collective = static_cast<unsigned>(schedule.collective);
-  if (collective > static_cast<unsigned>(Collective::all_to_all)) return concat("invalid collective ", collective);
+  if (collective >= static_cast<unsigned>(kCollectiveCount)) return concat("invalid collective ", collective);
   if (schedule.steps.size() != static_cast<std::size_t>(n)) {
     return concat("the schedule has step lists for ", schedule.steps.size(), " ranks but ranks is ", n);
   }
-  if ((schedule.collective == Collective::broadcast || schedule.collective == Collective::reduce) &&
-      (schedule.root < 0 || schedule.root >= n)) {
+  if (traits(schedule.collective).rooted && (schedule.root < 0 || schedule.root >= n)) {
     return concat("root ", schedule.root, " is not a rank of ", n);
   }
   // Checked piecewise so that no product or sum can overflow before the comparison.
@@ -244,11 +243,11 @@ inline std::string step_defect(const Schedule& schedule, int rank, const Step& s
     return "writes the input buffer; only output and scratch may be written";
   }
   const bool non_root = rank != schedule.root;
-  if (schedule.collective == Collective::reduce && non_root &&
+  if (traits(schedule.collective).recv_on_root_only && non_root &&
       ((reads && step.src.buffer == Buffer::output) || (writes_dst && step.dst.buffer == Buffer::output))) {
     return "a non-root rank of reduce touches out, which may be null there (use scratch)";
   }
-  if (schedule.collective == Collective::broadcast && non_root && reads && step.src.buffer == Buffer::input) {
+  if (traits(schedule.collective).send_on_root_only && non_root && reads && step.src.buffer == Buffer::input) {
     return "a non-root rank of broadcast reads in, which may be null there";
   }
   if (reads && writes_dst && step.count > 0) {
@@ -285,7 +284,7 @@ class Simulation {
       const Layout& layout = layouts_[rank];
       memory_[rank].assign(layout.total, kUndefined);
       // A non-root rank's broadcast input may be null: it holds nothing worth reading.
-      if (s_.collective == Collective::broadcast && rank != s_.root) continue;
+      if (traits(s_.collective).send_on_root_only && rank != s_.root) continue;
       for (std::size_t j = 0; j < layout.size[0]; ++j) memory_[rank][layout.base[0] + j] = exprs_.leaf(rank, j);
     }
   }

@@ -21,27 +21,27 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "../algo/schedule.hpp"
+#include "../core/collective.hpp"
 
 namespace chorus::bench {
 
-inline double bus_factor(algo::Collective collective, int ranks) {
+inline double bus_factor(Collective collective, int ranks) {
   const double n = ranks;
   switch (collective) {
-    case algo::Collective::all_reduce: return 2.0 * (n - 1.0) / n;
-    case algo::Collective::reduce_scatter:
-    case algo::Collective::all_gather:
-    case algo::Collective::all_to_all: return (n - 1.0) / n;
-    case algo::Collective::broadcast:
-    case algo::Collective::reduce: return 1.0;
+    case Collective::all_reduce: return 2.0 * (n - 1.0) / n;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all: return (n - 1.0) / n;
+    case Collective::broadcast:
+    case Collective::reduce: return 1.0;
   }
   return 1.0;
 }
 
-// Whether the collective's count is per rank (the sweep's bytes are split n ways).
-inline bool count_is_per_rank(algo::Collective collective) {
-  return collective == algo::Collective::reduce_scatter || collective == algo::Collective::all_gather ||
-         collective == algo::Collective::all_to_all;
+// Whether the collective's count is per rank (the sweep's bytes are split n ways): true when
+// either buffer holds ranks * count elements.
+inline bool count_is_per_rank(Collective collective) {
+  return traits(collective).send_per_rank || traits(collective).recv_per_rank;
 }
 
 // What one sweep size means for one collective (all counts in elements).
@@ -55,15 +55,14 @@ struct Shape {
 
 // Sizes that do not divide evenly round down, as nccl-tests does: 10 bytes of float all_reduce
 // moves 2 elements, and 16 bytes of float all_gather on 3 ranks moves 1 element per rank.
-inline Shape shape_of(algo::Collective collective, std::size_t sweep_bytes, std::size_t element_size,
+inline Shape shape_of(Collective collective, std::size_t sweep_bytes, std::size_t element_size,
                       int ranks) {
   Shape shape;
   const auto n = static_cast<std::size_t>(ranks);
   shape.elements = sweep_bytes / element_size;
   shape.count = count_is_per_rank(collective) ? shape.elements / n : shape.elements;
-  const std::size_t total = count_is_per_rank(collective) ? shape.count * n : shape.count;
-  shape.input_count = collective == algo::Collective::all_gather ? shape.count : total;
-  shape.output_count = collective == algo::Collective::reduce_scatter ? shape.count : total;
+  shape.input_count = send_count(collective, shape.count, ranks);
+  shape.output_count = recv_count(collective, shape.count, ranks);
   shape.bytes = std::max(shape.input_count, shape.output_count) * element_size;
   return shape;
 }
@@ -74,7 +73,7 @@ inline double algbw_gbps(std::size_t bytes, double seconds) {
   return seconds > 0.0 ? static_cast<double>(bytes) / 1.0e9 / seconds : 0.0;
 }
 
-inline double busbw_gbps(algo::Collective collective, int ranks, std::size_t bytes, double seconds) {
+inline double busbw_gbps(Collective collective, int ranks, std::size_t bytes, double seconds) {
   return algbw_gbps(bytes, seconds) * bus_factor(collective, ranks);
 }
 

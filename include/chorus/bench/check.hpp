@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../algo/schedule.hpp"
+#include "../core/collective.hpp"
 #include "../core/data_type.hpp"
 #include "../core/reduce_op.hpp"
 #include "bandwidth.hpp"
@@ -52,11 +52,11 @@ template <class T>
 class Check {
  public:
   // count is the count passed to the collective call (see bandwidth.hpp's Shape::count).
-  Check(algo::Collective collective, ReduceOp op, int ranks, int root, std::size_t count)
+  Check(Collective collective, ReduceOp op, int ranks, int root, std::size_t count)
       : collective_(collective), op_(op), ranks_(ranks), root_(root), count_(count) {
     const std::uint64_t limit = exact_integer_limit<T>() / 3;
     sum_ranks_ = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(ranks), limit));
-    if (!reduces(collective_)) return;
+    if (!traits(collective_).reduces) return;
     period_ = op_ == ReduceOp::prod ? static_cast<std::size_t>(ranks_) + 1
               : op_ == ReduceOp::sum || op_ == ReduceOp::avg ? 4
                                                              : 11;
@@ -68,15 +68,15 @@ class Check {
     }
   }
 
-  std::size_t input_count() const { return shape().input_count; }
-  std::size_t output_count() const { return shape().output_count; }
+  std::size_t input_count() const { return send_count(collective_, count_, ranks_); }
+  std::size_t output_count() const { return recv_count(collective_, count_, ranks_); }
 
   // The value `rank` holds at `index` of its send buffer.
   T input(int rank, std::size_t index) const {
     // Reduce the index first: each pattern depends on it only modulo its period.
     const auto r = static_cast<long long>(rank);
     const auto mod = [index](std::size_t m) { return static_cast<long long>(index % m); };
-    if (!reduces(collective_)) return from_integer<T>((13 * r + 7 * mod(101)) % 101);
+    if (!traits(collective_).reduces) return from_integer<T>((13 * r + 7 * mod(101)) % 101);
     switch (op_) {
       case ReduceOp::sum:
       case ReduceOp::avg: return from_integer<T>(rank < sum_ranks_ ? (r + mod(4)) % 4 : 0);
@@ -91,19 +91,19 @@ class Check {
   T expected(int rank, std::size_t index) const {
     const auto r = static_cast<std::size_t>(rank);
     switch (collective_) {
-      case algo::Collective::all_reduce:
-      case algo::Collective::reduce: return reduced_[index % period_];
-      case algo::Collective::reduce_scatter: return reduced_[(r * count_ + index) % period_];
-      case algo::Collective::broadcast: return input(root_, index);
-      case algo::Collective::all_gather: return input(static_cast<int>(index / count_), index % count_);
-      case algo::Collective::all_to_all:
+      case Collective::all_reduce:
+      case Collective::reduce: return reduced_[index % period_];
+      case Collective::reduce_scatter: return reduced_[(r * count_ + index) % period_];
+      case Collective::broadcast: return input(root_, index);
+      case Collective::all_gather: return input(static_cast<int>(index / count_), index % count_);
+      case Collective::all_to_all:
         return input(static_cast<int>(index / count_), r * count_ + index % count_);
     }
     return T{};
   }
 
   // reduce leaves non-root receive buffers untouched, so there is nothing to check there.
-  bool checks(int rank) const { return collective_ != algo::Collective::reduce || rank == root_; }
+  bool checks(int rank) const { return !traits(collective_).recv_on_root_only || rank == root_; }
 
   // Writes input_count() elements; for in-place calls pass the in-place send pointer.
   void fill_input(int rank, T* input_buffer) const {
@@ -126,16 +126,7 @@ class Check {
  private:
   static constexpr bool kSigned = !std::is_integral_v<T> || std::is_signed_v<T>;
 
-  Shape shape() const {
-    Shape s;
-    s.count = count_;
-    const std::size_t total = count_is_per_rank(collective_) ? count_ * static_cast<std::size_t>(ranks_) : count_;
-    s.input_count = collective_ == algo::Collective::all_gather ? count_ : total;
-    s.output_count = collective_ == algo::Collective::reduce_scatter ? count_ : total;
-    return s;
-  }
-
-  algo::Collective collective_;
+  Collective collective_;
   ReduceOp op_;
   int ranks_;
   int root_;

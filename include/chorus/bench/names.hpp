@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../algo/schedule.hpp"
 #include "../core/algorithm.hpp"
+#include "../core/collective.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
@@ -73,13 +73,13 @@ inline std::vector<ReduceOp> parse_reduce_ops(std::string_view text) {
   throw detail::unknown_name("reduction op", text, kReduceOpChoices);
 }
 
-inline constexpr const char* kAlgorithmChoices = "automatic, ring, tree, halving_doubling, one_shot, two_shot";
+inline constexpr const char* kAlgorithmChoices =
+    "automatic, ring, tree, halving_doubling, one_shot, two_shot, direct, chain, binomial, pairwise";
 
 inline Algorithm parse_algorithm(std::string_view text) {
   const std::string name = detail::fold_name(text);
-  for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::tree, Algorithm::halving_doubling,
-                      Algorithm::one_shot, Algorithm::two_shot}) {
-    if (name == detail::fold_name(to_string(a))) return a;
+  for (int a = 0; a < kAlgorithmCount; ++a) {
+    if (name == detail::fold_name(to_string(static_cast<Algorithm>(a)))) return static_cast<Algorithm>(a);
   }
   throw detail::unknown_name("algorithm", text, kAlgorithmChoices);
 }
@@ -87,22 +87,12 @@ inline Algorithm parse_algorithm(std::string_view text) {
 inline constexpr const char* kCollectiveChoices =
     "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all";
 
-inline algo::Collective parse_collective(std::string_view text) {
+inline Collective parse_collective(std::string_view text) {
   const std::string name = detail::fold_name(text);
-  for (auto c : {algo::Collective::all_reduce, algo::Collective::all_gather, algo::Collective::reduce_scatter,
-                 algo::Collective::broadcast, algo::Collective::reduce, algo::Collective::all_to_all}) {
+  for (Collective c : kCollectives) {
     if (name == detail::fold_name(to_string(c))) return c;
   }
   throw detail::unknown_name("collective", text, kCollectiveChoices);
-}
-
-inline bool reduces(algo::Collective collective) {
-  return collective == algo::Collective::all_reduce || collective == algo::Collective::reduce ||
-         collective == algo::Collective::reduce_scatter;
-}
-
-inline bool has_root(algo::Collective collective) {
-  return collective == algo::Collective::broadcast || collective == algo::Collective::reduce;
 }
 
 }  // namespace chorus::bench

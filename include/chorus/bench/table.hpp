@@ -22,7 +22,7 @@ struct Result {
   std::optional<std::size_t> wrong;  // mismatching elements summed over ranks; empty: not checked
 };
 
-inline Result make_result(algo::Collective collective, int ranks, std::size_t bytes, double seconds,
+inline Result make_result(Collective collective, int ranks, std::size_t bytes, double seconds,
                           std::optional<std::size_t> wrong) {
   return Result{seconds, algbw_gbps(bytes, seconds), busbw_gbps(collective, ranks, bytes, seconds), wrong};
 }

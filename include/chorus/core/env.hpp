@@ -1,5 +1,6 @@
 // Environment knobs. Read on every call (cheap: a getenv) so tests and tools can change them at run time.
-//   CHORUS_TIMEOUT_MS  bound on every wait, in milliseconds (default 30000; must be a positive integer)
+//   CHORUS_TIMEOUT_MS  bound on every wait, in milliseconds (default 30000; a positive integer, at most
+//                      env::kMaxTimeoutMs = 7 days)
 //   CHORUS_LOG         none | warn | info | debug  (default warn)
 #pragma once
 
@@ -18,6 +19,13 @@ enum class LogLevel { none = 0, warn = 1, info = 2, debug = 3 };
 
 namespace env {
 
+// Waits turn the timeout into a steady_clock deadline (int64 nanoseconds) and may wait twice it (the grace
+// period), so an unbounded value would overflow into a deadline in the past and time out at once. Seven days
+// is longer than any real wait, keeps 2 * max * 1e6 ns about 7600 times below int64's limit, and keeps
+// 2 * max ms within a 32-bit long.
+inline constexpr long kMaxTimeoutMs = 7L * 24 * 60 * 60 * 1000;
+static_assert(2 * kMaxTimeoutMs <= 2147483647L, "twice the maximum timeout must fit a 32-bit long");
+
 // A malformed knob is an error, not a silent default: a typo must not turn a 1 s timeout into 30 s.
 inline long timeout_ms() {
   const char* text = std::getenv("CHORUS_TIMEOUT_MS");
@@ -25,10 +33,10 @@ inline long timeout_ms() {
   char* end = nullptr;
   errno = 0;
   const long value = std::strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value <= 0) {
+  if (errno != 0 || end == text || *end != '\0' || value <= 0 || value > kMaxTimeoutMs) {
     throw Error(ErrorCode::invalid_argument,
-                std::string("chorus: CHORUS_TIMEOUT_MS must be a positive integer of milliseconds, got '") +
-                    text + "'");
+                std::string("chorus: CHORUS_TIMEOUT_MS must be a positive integer of milliseconds, at most ") +
+                    std::to_string(kMaxTimeoutMs) + " (7 days), got '" + text + "'");
   }
   return value;
 }

@@ -1,10 +1,11 @@
 // chorus::host::Comm: one rank's handle on a communicator of threads. Every collective is an
-// algo::Schedule executed zero-copy over shared memory (see executor.hpp); the Comm only checks
-// arguments, picks the pattern (tuning.hpp) and fetches the schedule from its cache.
+// algo::Schedule run by the step interpreter (runtime/interpreter.hpp) over the shared-memory
+// transport (zero-copy, shared_memory_transport.hpp); the Comm checks arguments (runtime/
+// call_check.hpp), picks the pattern (tuning.hpp) and fetches the schedule from its cache.
 //
-// Semantics are NCCL's: in place when send == recv (all_gather: send == recv + rank*send_count;
-// reduce_scatter: recv == send + rank*recv_count), avg on integers truncates, all ranks end with
-// bit-identical results. Host-backend specifics:
+// It satisfies the communicator contract (core/communicator.hpp, docs/communicator.md): NCCL's
+// semantics, typed and type-erased forms of every call, an optional Algorithm on every collective.
+// Host-backend specifics:
 //   - all_reduce, reduce_scatter, all_gather and all_to_all: every rank must make the same
 //     in-place choice (some patterns stage data differently in place); ranks that differ get
 //     chorus::Error (mismatch). broadcast and reduce may mix (a non-root's send, or reduce's
@@ -24,27 +25,28 @@
 #include <utility>
 #include <vector>
 
-#include "../algo/build.hpp"
 #include "../core/algorithm.hpp"
+#include "../core/communicator.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
-#include "../core/log.hpp"
 #include "../core/reduce_op.hpp"
-#include "descriptor.hpp"
-#include "executor.hpp"
-#include "kernels.hpp"
+#include "../runtime/call_check.hpp"
+#include "../runtime/call_descriptor.hpp"
+#include "../runtime/element_ops.hpp"
+#include "../runtime/interpreter.hpp"
+#include "../runtime/validate.hpp"
+#include "peer_wait.hpp"
 #include "point_to_point.hpp"
 #include "rank_state.hpp"
+#include "shared_memory_transport.hpp"
 #include "shared_state.hpp"
 #include "tuning.hpp"
-#include "validate.hpp"
 
 namespace chorus::host {
 
 class Team;
 namespace detail {
-struct CommAccess;
 // Keeps a parameter out of template argument deduction, so a literal nullptr is accepted where
 // the buffer may be null (broadcast's send, reduce's recv on non-roots) and T comes from the other.
 template <class T>
@@ -68,79 +70,109 @@ class Comm {
   int size() const { return state_ ? state_->size() : 0; }
   explicit operator bool() const { return state_ != nullptr; }
 
+  // Typed collectives: the DataType comes from T.
   template <class T>
   void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    collective(request<T>("all_reduce", algo::Collective::all_reduce, send, recv, count, op, 0, algorithm));
+    all_reduce(send, recv, count, data_type_v<T>, op, algorithm);
   }
   template <class T>
-  void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root) {
-    collective(request<T>("broadcast", algo::Collective::broadcast, send, recv, count, ReduceOp::sum, root));
+  void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root,
+                 Algorithm algorithm = Algorithm::automatic) {
+    broadcast(send, recv, count, data_type_v<T>, root, algorithm);
   }
   template <class T>
-  void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root) {
-    collective(request<T>("reduce", algo::Collective::reduce, send, recv, count, op, root));
+  void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    reduce(send, recv, count, data_type_v<T>, op, root, algorithm);
   }
   template <class T>
-  void all_gather(const T* send, T* recv, std::size_t send_count) {
-    collective(request<T>("all_gather", algo::Collective::all_gather, send, recv, send_count, ReduceOp::sum, 0));
+  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
+    all_gather(send, recv, send_count, data_type_v<T>, algorithm);
   }
   template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op) {
-    collective(request<T>("reduce_scatter", algo::Collective::reduce_scatter, send, recv, recv_count, op, 0));
+  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic) {
+    reduce_scatter(send, recv, recv_count, data_type_v<T>, op, algorithm);
   }
   template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count_per_peer) {
-    collective(request<T>("all_to_all", algo::Collective::all_to_all, send, recv, count_per_peer, ReduceOp::sum, 0));
+  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
+    all_to_all(send, recv, count_per_peer, data_type_v<T>, algorithm);
   }
-
   template <class T>
   void send(const T* data, std::size_t count, int peer) {
-    const detail::Message m = message<T>("send", count, peer, data);
-    detail::send_message(*state_, m, data);
+    send(static_cast<const void*>(data), count, data_type_v<T>, peer);
   }
   template <class T>
   void recv(T* data, std::size_t count, int peer) {
-    const detail::Message m = message<T>("recv", count, peer, data);
-    detail::recv_message(*state_, m, data);
+    recv(static_cast<void*>(data), count, data_type_v<T>, peer);
+  }
+
+  // Type-erased collectives, as NCCL and MPI take them: `type` says what the buffers hold.
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                  Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
+                 Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
+  }
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                  Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  }
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
+  }
+  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
+                  Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  }
+  void send(const void* data, std::size_t count, DataType type, int peer) {
+    const detail::Message m = message("send", count, type, peer, data);
+    detail::send_message(*state_, waiter("send"), m, data);
+  }
+  void recv(void* data, std::size_t count, DataType type, int peer) {
+    const detail::Message m = message("recv", count, type, peer, data);
+    detail::recv_message(*state_, waiter("recv"), m, data);
   }
 
   // Returns when every rank of the communicator has called it.
   void barrier() {
-    detail::check_comm("barrier", state_ != nullptr);
-    detail::Call call;
-    call.name = "barrier";
-    call.info.kind = detail::CallKind::barrier;
-    call.timeout_ms = env::timeout_ms();
-    detail::Executor executor(*state_, rank_, *me_, call);
-    executor.begin();
-    executor.finish();
+    runtime::check_comm("barrier", state_ != nullptr);
+    runtime::CallDescriptor call;
+    call.kind = runtime::CallKind::barrier;
+    synchronise("barrier", call, env::timeout_ms());
   }
 
   // MPI_Comm_split: ranks with the same colour form a communicator, ordered by (key, rank here).
   // Collective over this communicator. colour < 0: this rank joins none and gets a null Comm.
+  // The new communicator's rings follow this one's ring order, restricted to its members.
   Comm split(int color, int key) {
-    detail::check_comm("split", state_ != nullptr);
+    runtime::check_comm("split", state_ != nullptr);
     const long timeout_ms = env::timeout_ms();
     const int n = state_->size();
-    detail::Call call;
-    call.name = "split";
-    call.info.kind = detail::CallKind::split;
-    call.info.color = color;
-    call.info.key = key;
-    call.timeout_ms = timeout_ms;
+    runtime::CallDescriptor call;
+    call.kind = runtime::CallKind::split;
+    call.color = color;
+    call.key = key;
 
     // 1. Exchange (colour, key): every descriptor of this call is readable once finish() returns,
     //    until this rank begins its next call.
     std::vector<int> members;
     std::vector<std::pair<int, int>> keys;  // (key, parent rank) of my colour
     {
-      detail::Executor executor(*state_, rank_, *me_, call);
-      executor.begin();
-      executor.finish();
+      detail::SharedMemoryTransport transport(*state_, rank_, *me_, "split", call, timeout_ms);
+      transport.begin();
+      transport.finish();
       if (color >= 0) {
         for (int r = 0; r < n; ++r) {
-          const detail::CallInfo& info = r == rank_ ? call.info : executor.peer_info(r);
-          if (info.color == color) keys.emplace_back(info.key, r);
+          const runtime::CallDescriptor& theirs = r == rank_ ? call : transport.peer_descriptor(r);
+          if (theirs.color == color) keys.emplace_back(theirs.key, r);
         }
       }
     }
@@ -152,10 +184,13 @@ class Comm {
     if (leader) {
       std::vector<int> team_ranks;
       for (int r : members) team_ranks.push_back(state_->team_rank(r));
-      state_->slot(rank_).handoff =
-          std::make_shared<detail::SharedState>(state_->fault_ptr(), std::move(team_ranks), false);
+      auto child = std::make_shared<detail::SharedState>(state_->fault_ptr(), std::move(team_ranks), false);
+      child->set_ring_order(detail::ring_order_of_members(state_->ring_order(), members, n));
+      state_->slot(rank_).handoff = std::move(child);
     }
-    phase_barrier(timeout_ms);
+    runtime::CallDescriptor phase;
+    phase.kind = runtime::CallKind::barrier;
+    synchronise("split", phase, timeout_ms);
     Comm result;
     if (!members.empty()) {
       result.state_ = state_->slot(members.front()).handoff;
@@ -163,155 +198,74 @@ class Comm {
       result.me_ = std::make_unique<detail::RankState>(result.state_->size());
     }
     // 3. Once everyone holds its reference, the leader drops the slot's.
-    phase_barrier(timeout_ms);
+    synchronise("split", phase, timeout_ms);
     if (leader) state_->slot(rank_).handoff.reset();
     return result;
   }
 
+  // This communicator's ring order (empty: 0, 1, ..., size-1); see Team::set_ring_order.
+  const std::vector<int>& ring_order() const {
+    runtime::check_comm("ring_order", state_ != nullptr);
+    return state_->ring_order();
+  }
+
  private:
   friend class Team;
-  friend struct detail::CommAccess;
 
   Comm(std::shared_ptr<detail::SharedState> state, int rank)
       : state_(std::move(state)), rank_(rank), me_(std::make_unique<detail::RankState>(state_->size())) {}
 
-  struct Request {
-    const char* name;
-    algo::Collective collective;
-    DataType type;
-    std::size_t element_size;
-    const detail::Kernels* kernels;
-    const void* send;
-    void* recv;
-    std::size_t count;
-    ReduceOp op;
-    int root;
-    Algorithm algorithm;
-    bool force_pattern = false;  // tests and benchmarks: run `pattern` instead of choosing
-    algo::Pattern pattern = algo::Pattern::ring;
-  };
+  detail::PeerWaiter waiter(const char* call) const { return detail::PeerWaiter(*state_, call, rank_, env::timeout_ms()); }
 
-  template <class T>
-  static Request request(const char* name, algo::Collective collective, const T* send, T* recv, std::size_t count,
-                         ReduceOp op, int root, Algorithm algorithm = Algorithm::automatic) {
-    return Request{name,       collective, data_type_v<T>, sizeof(T), detail::kernels_for<T>(), send, recv, count,
-                   op,         root,       algorithm};
-  }
-
-  template <class T>
-  detail::Message message(const char* name, std::size_t count, int peer, const void* data) const {
-    detail::check_comm(name, state_ != nullptr);
-    detail::check_peer(name, rank_, peer, state_->size());
-    detail::check_buffer(name, rank_, data, count, "data");
+  detail::Message message(const char* name, std::size_t count, DataType type, int peer, const void* data) const {
+    runtime::check_comm(name, state_ != nullptr);
+    runtime::check_type(name, rank_, type);
+    runtime::check_peer(name, rank_, peer, state_->size());
+    runtime::check_buffer(name, rank_, data, count, "data");
     detail::Message m;
-    m.call = name;
-    m.rank = rank_;
     m.peer = peer;
-    m.type = data_type_v<T>;
+    m.type = type;
     m.count = count;
-    m.bytes = detail::checked_bytes(name, rank_, count, 1, sizeof(T));
-    m.timeout_ms = env::timeout_ms();
+    m.bytes = runtime::checked_bytes(name, rank_, count, 1, size_of(type));
     return m;
   }
 
-  void phase_barrier(long timeout_ms) {
-    detail::Call call;
-    call.name = "split";
-    call.info.kind = detail::CallKind::barrier;
-    call.timeout_ms = timeout_ms;
-    detail::Executor executor(*state_, rank_, *me_, call);
-    executor.begin();
-    executor.finish();
+  // A call with no steps: publish the descriptor, wait until every peer has published a matching one.
+  void synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms) {
+    detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, timeout_ms);
+    transport.begin();
+    transport.finish();
   }
 
-  void collective(const Request& req) {
-    using algo::Collective;
-    detail::check_comm(req.name, state_ != nullptr);
+  void collective(const runtime::CollectiveArgs& args) {
+    const char* name = traits(args.collective).name;
+    runtime::check_comm(name, state_ != nullptr);
     const int n = state_->size();
-    const char* name = req.name;
-    const Collective c = req.collective;
-    const bool reduces = c == Collective::all_reduce || c == Collective::reduce || c == Collective::reduce_scatter;
-    const bool rooted = c == Collective::broadcast || c == Collective::reduce;
-    if (reduces) detail::check_op(name, rank_, req.op);
-    if (c == Collective::all_reduce) detail::check_algorithm(name, rank_, req.algorithm);
-    if (req.force_pattern && !algo::supports(c, req.pattern)) {
-      throw make_error(ErrorCode::invalid_argument, name, rank_, "pattern ", algo::to_string(req.pattern),
-                       " does not implement ", algo::to_string(c));
-    }
-    if (rooted) detail::check_root(name, rank_, req.root, n);
-    const bool is_root = rooted && rank_ == req.root;
-    const auto ranks = static_cast<std::size_t>(n);
-    const std::size_t in_factor = c == Collective::reduce_scatter || c == Collective::all_to_all ? ranks : 1;
-    const std::size_t out_factor = c == Collective::all_gather || c == Collective::all_to_all ? ranks : 1;
-    const std::size_t in_bytes = detail::checked_bytes(name, rank_, req.count, in_factor, req.element_size);
-    const std::size_t out_bytes = detail::checked_bytes(name, rank_, req.count, out_factor, req.element_size);
-    // broadcast reads send on the root only; reduce writes recv on the root only.
-    const bool uses_send = c != Collective::broadcast || is_root;
-    const bool uses_recv = c != Collective::reduce || is_root;
-    if (uses_send) detail::check_buffer(name, rank_, req.send, req.count, "send");
-    if (uses_recv) detail::check_buffer(name, rank_, req.recv, req.count, "recv");
+    runtime::CheckedCall checked = runtime::check_collective(args, rank_, n);
+    runtime::CallDescriptor& call = checked.descriptor;
+    call.pattern = args.algorithm != Algorithm::automatic
+                       ? algo::pattern_for(args.algorithm)
+                       : detail::choose_pattern(args.collective, args.count * checked.element_size, n,
+                                                state_->team_size());
+    const algo::Schedule& schedule = me_->schedules.get(
+        runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules());
 
-    const auto send_at = reinterpret_cast<std::uintptr_t>(req.send);
-    const auto recv_at = reinterpret_cast<std::uintptr_t>(req.recv);
-    const std::size_t block_bytes = req.count * req.element_size * static_cast<std::size_t>(rank_);
-    bool in_place = false;
-    if (req.count > 0 && uses_send && uses_recv) {
-      switch (c) {
-        case Collective::all_gather: in_place = send_at == recv_at + block_bytes; break;
-        case Collective::reduce_scatter: in_place = recv_at == send_at + block_bytes; break;
-        default: in_place = send_at == recv_at; break;
-      }
-      detail::check_overlap(name, rank_, req.send, in_bytes, req.recv, out_bytes, in_place);
-    }
-
-    detail::Call call;
-    call.name = name;
-    call.element_size = req.element_size;
-    call.kernels = req.kernels;
-    call.timeout_ms = env::timeout_ms();
-    detail::CallInfo& info = call.info;
-    info.kind = detail::kind_of(c);
-    info.type = req.type;
-    info.count = req.count;
-    info.op = reduces ? req.op : ReduceOp::sum;
-    info.root = rooted ? req.root : 0;
-    info.pattern = req.force_pattern ? req.pattern
-                                     : detail::choose_pattern(c, req.algorithm, req.count * req.element_size, n,
-                                                              state_->team_size());
-    // Broadcast and reduce schedules read the root's input and write its output element-wise in
-    // order, so the out-of-place schedule is also right in place; using it everywhere lets the
-    // root choose without the others knowing.
-    info.in_place = rooted ? false : in_place;
-
-    detail::ScheduleKey key;
-    key.collective = c;
-    key.pattern = info.pattern;
-    key.ranks = n;
-    key.count = req.count;
-    key.root = info.root;
-    key.in_place = info.in_place;
-    key.slice = detail::slice_elements(req.element_size);
-    const algo::Schedule& schedule = me_->schedules.get(key, state_->schedules(), [&key, this] {
-      algo::Options options;
-      options.slice = key.slice;
-      options.in_place = key.in_place;
-      options.ring_order = state_->ring_order();
-      chorus::log(LogLevel::debug, "host: building ", algo::to_string(key.collective), " schedule, pattern ",
-          algo::to_string(key.pattern), ", ", key.ranks, " ranks, count ", key.count, key.in_place ? ", in place" : "");
-      return algo::build(key.collective, key.pattern, key.ranks, key.count, key.root, options);
-    });
-
-    detail::Executor executor(*state_, rank_, *me_, call);
-    executor.begin();
+    const runtime::ElementOps* ops = runtime::element_ops(args.type);
+    const runtime::StepMath math{checked.element_size, ops, call.op};
+    const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
+                                   checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
+    detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, env::timeout_ms());
+    transport.begin();
     try {
-      executor.run(schedule, detail::Buffers{uses_send ? static_cast<const std::byte*>(req.send) : nullptr,
-                                             uses_recv ? static_cast<std::byte*>(req.recv) : nullptr});
-      executor.finish();
+      runtime::interpret(name, rank_, schedule, buffers, math, transport);
+      transport.finish();
     } catch (const std::exception& e) {
-      executor.withdraw(e.what());  // the caller may free its buffers once this returns
+      transport.withdraw(e.what());  // the caller may free its buffers once this returns
       throw;
     }
-    if (reduces && req.op == ReduceOp::avg && uses_recv) req.kernels->finish_avg(req.recv, req.count, n);
+    if (traits(args.collective).reduces && call.op == ReduceOp::avg && checked.uses_recv) {
+      ops->finish_avg(args.recv, args.count, n);
+    }
   }
 
   std::shared_ptr<detail::SharedState> state_;
@@ -319,20 +273,6 @@ class Comm {
   std::unique_ptr<detail::RankState> me_;
 };
 
-namespace detail {
+static_assert(check_communicator<Comm>(), "chorus::host::Comm must satisfy the communicator contract");
 
-// For tests and benchmarks: run a collective with a given pattern instead of the tuned choice
-// (the public API chooses patterns itself, except all_reduce's Algorithm).
-struct CommAccess {
-  template <class T>
-  static void collective(Comm& comm, algo::Collective collective, algo::Pattern pattern, const T* send, T* recv,
-                         std::size_t count, ReduceOp op, int root) {
-    Comm::Request request = Comm::request<T>(algo::to_string(collective), collective, send, recv, count, op, root);
-    request.force_pattern = true;
-    request.pattern = pattern;
-    comm.collective(request);
-  }
-};
-
-}  // namespace detail
 }  // namespace chorus::host

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule_cache.hpp"
+#include "../runtime/schedule_cache.hpp"
 
 namespace chorus::host::detail {
 
@@ -34,7 +34,7 @@ struct RankState {
   std::vector<std::uint64_t> acked;    // acknowledgements last seen from each peer
   std::vector<std::uint8_t> checked;   // peer's descriptor for the current call compared
   std::vector<PendingSend> pending;
-  ScheduleCache schedules;
+  runtime::ScheduleCache schedules;
 };
 
 }  // namespace chorus::host::detail

@@ -13,16 +13,37 @@
 #include <utility>
 #include <vector>
 
+#include "../runtime/call_descriptor.hpp"
+#include "../runtime/schedule_cache.hpp"
 #include "channel.hpp"
-#include "descriptor.hpp"
 #include "fault.hpp"
-#include "schedule_cache.hpp"
 #include "scratch_buffer.hpp"
 #include "wait.hpp"
 
 namespace chorus::host::detail {
 
 class SharedState;
+
+// The ring order of a communicator made of `members` (ranks of a parent whose ring order is
+// `parent_order`, empty meaning 0, 1, ...), in the new communicator's ranks: the parent's ring
+// with non-members left out, so neighbours stay as close as the parent placed them. Empty when
+// that is 0, 1, ..., members.size()-1.
+inline std::vector<int> ring_order_of_members(const std::vector<int>& parent_order, const std::vector<int>& members,
+                                              int parent_size) {
+  std::vector<int> new_rank(static_cast<std::size_t>(parent_size), -1);
+  for (std::size_t i = 0; i < members.size(); ++i) new_rank[static_cast<std::size_t>(members[i])] = static_cast<int>(i);
+  std::vector<int> order;
+  bool identity = true;
+  for (int p = 0; p < parent_size; ++p) {
+    const int parent_rank = parent_order.empty() ? p : parent_order[static_cast<std::size_t>(p)];
+    const int rank = new_rank[static_cast<std::size_t>(parent_rank)];
+    if (rank < 0) continue;
+    identity = identity && rank == static_cast<int>(order.size());
+    order.push_back(rank);
+  }
+  if (identity) order.clear();
+  return order;
+}
 
 // Packs (call sequence, steps posted) so one acquire load tells a receiver both that the sender
 // is in the same call and how far it got. The sequence is kept modulo 2^32: a receiver only ever
@@ -33,6 +54,15 @@ inline std::uint64_t progress_word(std::uint64_t sequence, std::uint64_t steps) 
 inline bool progress_reached(std::uint64_t word, std::uint64_t sequence, std::uint64_t steps) {
   return (word >> 32) == (sequence & 0xffffffffu) && (word & 0xffffffffu) >= steps;
 }
+
+// One entry of a rank's two-entry descriptor ring (indexed by sequence % 2). `call` is written
+// before `sequence` is released; a peer reads it only after acquiring the sequence it expects.
+// Two entries suffice: a rank cannot finish call s+1 before every peer has entered it, that is,
+// before every peer is done with call s.
+struct Descriptor {
+  std::atomic<std::uint64_t> sequence{0};
+  runtime::CallDescriptor call{};
+};
 
 // Everything one rank publishes; written by that rank only.
 struct alignas(64) RankSlot {
@@ -88,15 +118,12 @@ class SharedState {
     std::call_once(channels_once_, [this] { channels_.reset(new Channel[static_cast<std::size_t>(size_) * size_]); });
     return channels_[index(from, to)];
   }
-  ScheduleStore& schedules() const { return schedules_; }
-  // Ring and chain patterns place ranks in this order (empty: 0, 1, ..., n-1). Set on the team's
-  // communicator between runs, e.g. from topo::best_ring_order; split communicators use their own
-  // rank order.
-  const std::vector<int>& ring_order() const { return ring_order_; }
-  void set_ring_order(std::vector<int> order) {
-    ring_order_ = std::move(order);
-    schedules_.clear();
-  }
+  runtime::ScheduleStore& schedules() const { return schedules_; }
+  // Ring and chain patterns place ranks in this order (empty: 0, 1, ..., n-1): set on the team's
+  // communicator between runs (Team::set_ring_order, e.g. from topo::best_ring_order); a split
+  // communicator inherits its parent's order restricted to its members (ring_order_of_members).
+  const std::vector<int>& ring_order() const { return schedules_.ring_order(); }
+  void set_ring_order(std::vector<int> order) { schedules_.set_ring_order(std::move(order)); }
 
   // Called by a rank leaving a call with an exception (`reason`): make sure the team is aborted
   // (so no peer starts reading this rank's memory), then wait out reads in progress. Reads are
@@ -165,8 +192,7 @@ class SharedState {
   std::unique_ptr<std::atomic<std::uint64_t>[]> acks_;
   mutable std::once_flag channels_once_;
   mutable std::unique_ptr<Channel[]> channels_;
-  mutable ScheduleStore schedules_;
-  std::vector<int> ring_order_;
+  mutable runtime::ScheduleStore schedules_;
   int yields_;
 };
 

@@ -39,17 +39,16 @@ struct Tuning {
   }
 };
 
-// The pattern a call runs on a communicator of `ranks` in a team of `team_size` threads. `bytes`
-// is the size of the call's count (the per-rank block for reduce_scatter, all_gather and
-// all_to_all). Depends only on what every rank shares and on the machine, so all ranks agree.
-inline algo::Pattern choose_pattern(algo::Collective collective, Algorithm algorithm, std::size_t bytes, int ranks,
-                                    int team_size) {
+// The pattern Algorithm::automatic runs on a communicator of `ranks` in a team of `team_size`
+// threads. `bytes` is the size of the call's count (the per-rank block for reduce_scatter,
+// all_gather and all_to_all). Depends only on what every rank shares and on the machine, so all
+// ranks agree.
+inline algo::Pattern choose_pattern(algo::Collective collective, std::size_t bytes, int ranks, int team_size) {
   using algo::Collective;
   using algo::Pattern;
   const bool crowded = Tuning::crowded(team_size);
   switch (collective) {
     case Collective::all_reduce:
-      if (algorithm != Algorithm::automatic) return algo::pattern_for(algorithm);
       if (ranks == 1) return Pattern::ring;
       if (bytes <= Tuning::kOneShotMaxBytesTimesPeers / static_cast<std::size_t>(ranks - 1)) return Pattern::one_shot;
       return crowded ? Pattern::two_shot : Pattern::ring;

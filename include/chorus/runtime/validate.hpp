@@ -7,10 +7,12 @@
 #include <limits>
 
 #include "../core/algorithm.hpp"
+#include "../core/collective.hpp"
+#include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::host::detail {
+namespace chorus::runtime {
 
 inline void check_op(const char* call, int rank, ReduceOp op) {
   const int value = static_cast<int>(op);
@@ -19,10 +21,22 @@ inline void check_op(const char* call, int rank, ReduceOp op) {
   }
 }
 
-inline void check_algorithm(const char* call, int rank, Algorithm algorithm) {
+inline void check_type(const char* call, int rank, DataType type) {
+  const int value = static_cast<int>(type);
+  if (value < 0 || value >= kDataTypeCount) {
+    throw make_error(ErrorCode::invalid_argument, call, rank, "data type ", value, " is not a chorus::DataType");
+  }
+}
+
+inline void check_algorithm(const char* call, int rank, Collective collective, Algorithm algorithm) {
   const int value = static_cast<int>(algorithm);
-  if (value < static_cast<int>(Algorithm::automatic) || value > static_cast<int>(Algorithm::two_shot)) {
+  if (value < 0 || value >= kAlgorithmCount) {
     throw make_error(ErrorCode::invalid_argument, call, rank, "algorithm ", value, " is not a chorus::Algorithm");
+  }
+  if (!supports(collective, algorithm)) {
+    throw make_error(ErrorCode::invalid_argument, call, rank, "algorithm ", to_string(algorithm),
+                     " does not implement ", to_string(collective), " (choose from ", algorithm_choices(collective),
+                     ")");
   }
 }
 
@@ -77,9 +91,11 @@ inline void check_overlap(const char* call, int rank, const void* send, std::siz
 
 inline void check_comm(const char* call, bool valid) {
   if (!valid) {
-    throw make_error(ErrorCode::invalid_argument, call, -1,
-                     "called on a null communicator (from split with a negative colour, or default-constructed)");
+    // A null communicator has no rank to name.
+    throw Error(ErrorCode::invalid_argument,
+                chorus::detail::concat("chorus::", call, ": called on a null communicator (from split with a "
+                                       "negative colour, or default-constructed)"));
   }
 }
 
-}  // namespace chorus::host::detail
+}  // namespace chorus::runtime

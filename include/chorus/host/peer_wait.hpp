@@ -1,0 +1,73 @@
+// The one bounded wait of the host backend, for collectives and point-to-point alike: wait until
+// `ready()` while another rank's thread makes progress. Between polls it leaves early when the
+// team aborted (released: another rank failed first), runs the caller's check (e.g. compare the
+// peer's call descriptor: a mismatched peer may never produce what we wait for), and fails when
+// the peer has returned from its function (it never will). Past the deadline it fails with a
+// timeout naming whom this rank waited for and where, unless the peer itself waits for a third
+// rank: then the peer reports (its message names the rank really missing) and this rank waits once more.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "../core/error.hpp"
+#include "shared_state.hpp"
+#include "wait.hpp"
+
+namespace chorus::host::detail {
+
+// One rank inside one call: who fails, and how, when a wait goes wrong.
+class PeerWaiter {
+ public:
+  PeerWaiter(const SharedState& state, const char* call, int rank, long timeout_ms)
+      : state_(state), call_(call), rank_(rank), timeout_ms_(timeout_ms) {}
+
+  const char* call() const { return call_; }
+  int rank() const { return rank_; }
+
+  // The error of a rank released by another's failure.
+  Released released() const {
+    return state_.fault().released(call_, rank_, state_.is_team() ? "rank " : "team rank ");
+  }
+  void throw_if_aborted() const {
+    if (state_.fault().aborted()) throw released();
+  }
+
+  // Fails the call on this rank and releases every other rank of the team with the same code.
+  [[noreturn]] void fail(ErrorCode code, const std::string& what) const {
+    Error error = make_error(code, call_, rank_, what);
+    state_.fault().abort(state_.team_rank(rank_), code, error.what());
+    throw error;
+  }
+
+  // `check()` runs between polls and may throw; `describe()` says what this rank was doing, for
+  // the timeout and peer-exit messages ("at step 3 (...), waiting for rank 2 to ...").
+  template <class Ready, class Check, class Describe>
+  void wait(int peer, Ready&& ready, Check&& check, Describe&& describe) const {
+    WaitingMark mark(state_, rank_, peer);
+    wait_until(
+        timeout_ms_, state_.yields(), ready,
+        [&] {
+          mark.set();
+          throw_if_aborted();
+          check();
+          if (state_.fault().exited(state_.team_rank(peer)) && !ready()) {
+            fail(ErrorCode::mismatch,
+                 chorus::detail::concat("rank ", peer, " returned from its function while this rank was ", describe()));
+          }
+        },
+        [&]() -> long {
+          if (mark.grace()) return timeout_ms_;
+          fail(ErrorCode::timeout,
+               chorus::detail::concat("timed out after ", mark.waited_ms(timeout_ms_), " ms ", describe()));
+        });
+  }
+
+ private:
+  const SharedState& state_;
+  const char* call_;
+  int rank_;
+  long timeout_ms_;
+};
+
+}  // namespace chorus::host::detail
