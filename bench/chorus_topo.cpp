@@ -77,7 +77,8 @@ Loaded load(const Config& config) {
     options.sm = config.sm;
     options.pcie_generation = config.pcie_generation;
     options.cpu = parse_cpu(config.cpu);
-    out.topology = topo::read_nvsmi_file(config.nvsmi, options);
+    // Where the matrix overrules the affinity columns the reader says so; show it with the notes.
+    out.topology = topo::read_nvsmi_file(config.nvsmi, options, &out.notes);
   } else if (!config.nccl_xml.empty()) {
     out.topology = topo::read_nccl_xml_file(config.nccl_xml);
   } else if (!config.sysfs.empty()) {
@@ -264,7 +265,11 @@ void print_text(const Report& r, const std::vector<std::string>& notes) {
   }
   print_table(rows);
   std::cout << "\nRings: " << r.plan.rings.size() << " channel(s) at " << topo::format_GBps(r.plan.channel_GBps)
-            << " GB/s each (" << (r.plan.exact ? "exact search" : "heuristic search") << ")\n";
+            << " GB/s each ("
+            << (r.plan.exact          ? "exact search"
+                : r.plan.budget_spent ? "heuristic search, stopped at its work budget"
+                                      : "heuristic search")
+            << ")\n";
   for (std::size_t i = 0; i < r.distinct_rings.size(); ++i) {
     const auto hops = topo::ring_hops(r.paths, r.distinct_rings[i]);
     const double bottleneck = hops.empty() ? topo::kLocalGBps : *std::min_element(hops.begin(), hops.end());

@@ -64,7 +64,7 @@ TEST_CASE("chorus-topo --json agrees with the library on every fixture", "[topo]
                            "dgx-h100.xml", "dgx-h100-nolegend.txt", "pcie-8gpu-2socket.txt", "pcie-8gpu-2socket.xml",
                            "workstation-2gpu-nvlink.txt", "workstation-2gpu-nvlink.xml", "box-4gpu-nvlink-pairs.txt",
                            "box-4gpu-nvlink-pairs.xml", "old-driver-soc.txt", "no-gpu-element.xml",
-                           "xml-comments.xml", "link-speed-forms.xml"}) {
+                           "xml-comments.xml", "link-speed-forms.xml", "gh200-4gpu.txt", "rtx4090-8gpu.txt"}) {
     INFO(file);
     const json out = run_json(flags_for(file));
     REQUIRE(out.is_object());
@@ -103,6 +103,7 @@ TEST_CASE("chorus-topo gives the README's best ring on each machine", "[topo][to
       {"dgx-h100.txt", {0, 1, 2, 3, 4, 5, 6, 7}, 370.8},  {"pcie-8gpu-2socket.txt", {0, 1, 2, 3, 4, 5, 6, 7}, 16.0},
       {"workstation-2gpu-nvlink.txt", {0, 1}, 48.0},      {"box-4gpu-nvlink-pairs.txt", {0, 1, 2, 3}, 10.0},
       {"old-driver-soc.txt", {0, 1, 2, 3}, 6.0},          {"no-gpu-element.xml", {0, 1, 2, 3, 4, 5, 6, 7}, 10.0},
+      {"gh200-4gpu.txt", {0, 1, 2, 3}, 123.6},            {"rtx4090-8gpu.txt", {0, 1, 2, 3, 4, 5, 6, 7}, 16.0},
   };
   for (const Expected& m : machines) {
     INFO(m.file);
@@ -164,4 +165,29 @@ TEST_CASE("chorus-topo rejects malformed input with status 2", "[topo][tool]") {
   CHECK(
       run("--nccl-xml " + quote(fixtures::path("malformed/xml-nvlink-target-not-found.xml")) + " 2>/dev/null").status ==
       2);
+}
+
+// Issue 7, item 11: a /proc/cpuinfo that never ends made the tool exit 0 after the allocation
+// failure was swallowed; now it is status 2 and the reader's message.
+TEST_CASE("chorus-topo --sysfs fails with status 2 on a file that never ends", "[topo][tool]") {
+  fixtures::FakeSysfs fs;
+  fs.numa(0, "0-7");
+  const std::string cpuinfo = fs.root() + "/proc/cpuinfo";
+  std::filesystem::create_symlink("/dev/zero", cpuinfo);
+  const Run r = run("--sysfs " + quote(fs.root()) + " 2>&1");
+  CHECK(r.status == 2);
+  CHECK(r.out.find("chorus-topo: error: chorus::topo::read_sysfs: '" + cpuinfo + "' is larger than 64 MiB") !=
+        std::string::npos);
+}
+
+// Issue 7, item 9: the matrix overruling the affinity columns is a note, not an error.
+TEST_CASE("chorus-topo shows where the matrix overrules the affinity columns", "[topo][tool]") {
+  const json out = run_json(flags_for("rtx4090-8gpu.txt"));
+  REQUIRE(out["notes"].size() == 2);
+  CHECK(out["notes"][0].get<std::string>().find("GPU0, GPU1, GPU2, GPU3 have NUMA Affinity 0") != std::string::npos);
+  const Run text = run(flags_for("rtx4090-8gpu.txt") + " 2>&1");
+  CHECK(text.status == 0);
+  CHECK(text.out.find("note: line 7: GPU4, GPU5, GPU6, GPU7 have NUMA Affinity 1") != std::string::npos);
+  CHECK(text.out.find("chorus WARN") == std::string::npos);  // said once, as a note
+  CHECK(run_json(flags_for("gh200-4gpu.txt"))["notes"].empty());
 }

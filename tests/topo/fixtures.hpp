@@ -25,6 +25,8 @@ inline chorus::topo::NvsmiOptions options_for(const std::string& file) {
   if (file.rfind("workstation-2gpu", 0) == 0) o = {86, 4, CpuFamily::amd};
   if (file.rfind("box-4gpu", 0) == 0) o = {80, 4, CpuFamily::intel_skylake};
   if (file.rfind("old-driver-soc", 0) == 0) o = {60, 3, CpuFamily::intel_broadwell};
+  if (file.rfind("gh200-4gpu", 0) == 0) o = {90, 5, CpuFamily::arm};
+  if (file.rfind("rtx4090-8gpu", 0) == 0) o = {89, 4, CpuFamily::amd};
   return o;
 }
 

@@ -3,6 +3,8 @@
 
 #include <chorus/topo/ring_search.hpp>
 
+#include <algorithm>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,24 @@ std::string node(const std::string& file) { return is_xml(file) ? "PHB" : "NODE"
 std::string g(int i) { return "GPU" + std::to_string(i); }
 
 std::vector<int> best_ring(const Loaded& m) { return search_rings(m.topo, m.paths).rings.front().order; }
+
+// How many directed rings through GPU 0 are as good as the best one (twice the README's count).
+int optimal_directed_rings(const PathMatrix& paths) {
+  std::vector<int> order(static_cast<std::size_t>(paths.gpu_count()));
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> best;
+  int count = 0;
+  do {
+    const std::vector<double> q = ring_quality(paths, order);
+    if (count == 0 || ring_better(q, best)) {
+      best = q;
+      count = 1;
+    } else if (!ring_better(best, q)) {
+      ++count;
+    }
+  } while (std::next_permutation(order.begin() + 1, order.end()));
+  return count;
+}
 double best_bottleneck(const Loaded& m) { return search_rings(m.topo, m.paths).rings.front().bottleneck_GBps; }
 }  // namespace
 
@@ -254,6 +274,83 @@ TEST_CASE("old driver: SOC reads as SYS", "[topo][fixtures]") {
   CHECK(best_ring(m) == std::vector<int>{0, 1, 2, 3});
   CHECK(ring_quality(m.paths, {0, 1, 2, 3}) == std::vector<double>{6, 6, 12, 12});
   CHECK(smi_matrix(m.topo, m.paths).find("SOC") == std::string::npos);
+}
+
+// Issue 7, item 9: these two shapes of real output used to be rejected.
+TEST_CASE("4x GH200: NUMA Affinity lists and GPU NUMA IDs, NV6 between every pair", "[topo][fixtures]") {
+  const std::string file = "gh200-4gpu.txt";
+  const NvsmiMatrix matrix = parse_nvsmi(read_text_file(fixtures::path(file), "test"));
+  CHECK(matrix.numa_affinity_list == std::vector<std::string>{"0,5-11", "1,13-19", "2,21-27", "3,29-35"});
+  CHECK(matrix.numa_affinity == std::vector<int>{0, 1, 2, 3});
+  CHECK(matrix.gpu_numa_id == std::vector<int>{4, 12, 20, 28});
+  std::vector<std::string> warnings;
+  const Topology topo = read_nvsmi_file(fixtures::path(file), fixtures::options_for(file), &warnings);
+  CHECK(warnings.empty());
+  const PathMatrix paths(topo);
+  REQUIRE(paths.gpu_count() == 4);
+  CHECK(paths.nic_count() == 0);
+  for (int a = 0; a < 4; ++a) {
+    // Each superchip is its own NUMA node: the Grace's node, its 72 cores.
+    const CpuInfo& cpu = topo.nodes[topo.cpu_of(paths.gpu_node(a))].cpu;
+    CHECK(cpu.numa == a);
+    CHECK(to_cpulist(*parse_cpumask(cpu.affinity)) == std::to_string(72 * a) + "-" + std::to_string(72 * a + 71));
+    for (int b = 0; b < 4; ++b) {
+      if (a == b) continue;
+      CHECK(fixtures::token(topo, paths, g(a), g(b)) == "NV6");
+      CHECK(paths.gpu(a, b).type == PathType::nvl);
+      CHECK(paths.gpu(a, b).bw_GBps == Approx(6 * 20.6));
+    }
+  }
+  const RingPlan plan = search_rings(topo, paths);
+  CHECK(plan.exact);
+  CHECK(plan.rings.front().order == std::vector<int>{0, 1, 2, 3});
+  CHECK(plan.rings.front().bottleneck_GBps == Approx(123.6));
+  // 60 GB/s per channel (SM90's cap); each GPU's 18 links carry 370.8 / 60 -> 6 channels.
+  CHECK(plan.channel_GBps == 60.0);
+  REQUIRE(plan.rings.size() == 6);
+  std::vector<std::vector<int>> distinct;
+  for (const Ring& ring : plan.rings) distinct.push_back(ring.order);
+  std::sort(distinct.begin(), distinct.end());
+  CHECK(std::unique(distinct.begin(), distinct.end()) == distinct.end());  // each directed ring once
+  CHECK(optimal_directed_rings(paths) == 2 * 3);
+}
+
+TEST_CASE("8x RTX 4090: every pair SYS, the matrix wins over the NUMA Affinity", "[topo][fixtures]") {
+  const std::string file = "rtx4090-8gpu.txt";
+  std::vector<std::string> warnings;
+  const Topology topo = read_nvsmi_file(fixtures::path(file), fixtures::options_for(file), &warnings);
+  CHECK(warnings == std::vector<std::string>{
+                        "line 3: GPU0, GPU1, GPU2, GPU3 have NUMA Affinity 0, but the matrix puts them on 4 NUMA "
+                        "nodes (SYS between them); following the matrix",
+                        "line 7: GPU4, GPU5, GPU6, GPU7 have NUMA Affinity 1, but the matrix puts them on 4 NUMA "
+                        "nodes (SYS between them); following the matrix"});
+  const PathMatrix paths(topo);
+  REQUIRE(paths.gpu_count() == 8);
+  for (int a = 0; a < 8; ++a) {
+    for (int b = 0; b < 8; ++b) {
+      if (a == b) continue;
+      CHECK(fixtures::token(topo, paths, g(a), g(b)) == "SYS");
+      CHECK(paths.gpu(a, b).type == PathType::sys);
+      CHECK(paths.gpu(a, b).bw_GBps == 16.0);  // min(Gen4 x16 24, AMD 16)
+    }
+  }
+  // Only a CPU per GPU prints SYS everywhere. The first GPU of each NUMA Affinity keeps its
+  // number, the others get free ones, each once; every CPU keeps its CPU Affinity.
+  REQUIRE(topo.cpu_nodes().size() == 8);
+  std::vector<int> numas;
+  for (int a = 0; a < 8; ++a) {
+    const CpuInfo& cpu = topo.nodes[topo.cpu_of(paths.gpu_node(a))].cpu;
+    numas.push_back(cpu.numa);
+    CHECK(to_cpulist(*parse_cpumask(cpu.affinity)) == (a < 4 ? "0-31,64-95" : "32-63,96-127"));
+  }
+  CHECK(numas == std::vector<int>{0, 2, 3, 4, 1, 5, 6, 7});
+  // The topology survives NCCL XML, which allows each numaid once.
+  CHECK(same_machine(read_nccl_xml(write_nccl_xml(topo)), topo));
+  const RingPlan plan = search_rings(topo, paths);
+  CHECK(plan.rings.front().order == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(plan.rings.front().bottleneck_GBps == 16.0);
+  CHECK(plan.rings.size() == 1);  // each GPU's x16 link has 24 - 16 = 8 left
+  CHECK(optimal_directed_rings(paths) == 2 * 2520);
 }
 
 TEST_CASE("VM file without <gpu>: GPUs by PCI class, numbered by bus id", "[topo][fixtures]") {

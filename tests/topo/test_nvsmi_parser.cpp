@@ -61,6 +61,21 @@ TEST_CASE("NIC columns take their names from the NIC Legend", "[topo][nvsmi]") {
   CHECK(m.cells[1][2]->text() == "SYS");
 }
 
+// Issue 7, item 9: Grace Hopper prints the NUMA Affinity as a list (the CPU's node, then the GPU
+// memory's nodes) next to a GPU NUMA ID column.
+TEST_CASE("NUMA Affinity is a list of nodes, ranges allowed", "[topo][nvsmi]") {
+  const NvsmiMatrix m = parse_nvsmi(
+      "\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+      "GPU0\t X \tNV6\tNV6\t0-71\t0,5-11\t\t4\n"
+      "GPU1\tNV6\t X \tNV6\t72-143\t1,13-19\t\t12\n"
+      "GPU2\tNV6\tNV6\t X \t144-215\tN/A\t\tN/A\n");
+  CHECK(m.has_numa_affinity);
+  CHECK(m.numa_affinity_list == std::vector<std::string>{"0,5-11", "1,13-19", ""});
+  CHECK(m.numa_affinity == std::vector<int>{0, 1, -1});  // the lowest node: the CPU's
+  CHECK(m.gpu_numa_id == std::vector<int>{4, 12, -1});
+  CHECK(m.cpu_affinity[2] == "144-215");
+}
+
 TEST_CASE("missing NIC rows are filled from the GPU rows", "[topo][nvsmi]") {
   const NvsmiMatrix m = parse_nvsmi("GPU0\tmlx5_0\nGPU0\t X \tPHB\n");
   REQUIRE(m.cells[1][0]);
@@ -92,8 +107,11 @@ TEST_CASE("malformed matrices name the line and what was expected", "[topo][nvsm
       std::string::npos);
   CHECK(error_of("GPU0 GPU1\nGPU0 X NV1\nGPU0 X NV1\nGPU1 NV1 X\n").find("line 3: second row for GPU0") !=
         std::string::npos);
-  CHECK(error_of("GPU0 NUMA Affinity\nGPU0 X zero\n").find("NUMA Affinity 'zero' is not a number") !=
+  CHECK(error_of("GPU0 NUMA Affinity\nGPU0 X zero\n").find("NUMA Affinity 'zero' is not a NUMA node list") !=
         std::string::npos);
+  CHECK(error_of("GPU0 NUMA Affinity\nGPU0 X 3-1\n").find("NUMA Affinity '3-1' is not a NUMA node list") !=
+        std::string::npos);
+  CHECK(error_of("GPU0 GPU NUMA ID\nGPU0 X 0,1\n").find("GPU NUMA ID '0,1' is not a number") != std::string::npos);
   CHECK(error_of("GPU0 CPU Affinity\nGPU0 X 1-a\n").find("CPU Affinity '1-a' is not a CPU list") !=
         std::string::npos);
   CHECK(error_of("GPU0 mlx5_0\nGPU0 X PIX\nmlx5_0 PIX X 0-3\n").find("row mlx5_0 has 3 entries") !=

@@ -114,11 +114,55 @@ TEST_CASE("contradictory matrices are errors, not guesses", "[topo][nvsmi]") {
             .find("contradicts the rest of the matrix") != std::string::npos);
   CHECK(error_of(matrix({{"X", "PIX", "PXB"}, {"PIX", "X", "PIX"}, {"PXB", "PIX", "X"}}))
             .find("contradicts") != std::string::npos);
-  // The NUMA column must agree with the PCIe entries.
-  CHECK(error_of(" GPU0 GPU1 NUMA Affinity\nGPU0 X PIX 0\nGPU1 PIX X 1\n").find("affinity columns differ") !=
-        std::string::npos);
-  // ... and GPUs it puts together must not be SYS apart.
-  CHECK(error_of(" GPU0 GPU1 NUMA Affinity\nGPU0 X SYS 0\nGPU1 SYS X 0\n").find("contradicts") != std::string::npos);
+}
+
+// Issue 7, item 9: real drivers print matrices that disagree with their own affinity columns
+// (an 8x RTX 4090 server: every pair SYS, GPUs of one NUMA node included). The tree must print
+// the matrix, so the matrix wins and the disagreement is a warning.
+TEST_CASE("where the matrix and the affinity columns disagree, the matrix wins with a warning", "[topo][nvsmi]") {
+  std::vector<std::string> warnings;
+  // SYS between GPUs of one NUMA Affinity: two NUMA nodes, numbered apart.
+  const Topology sys = read_nvsmi(" GPU0 GPU1 NUMA Affinity\nGPU0 X SYS 0\nGPU1 SYS X 0\n", {}, &warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "line 3: GPU0, GPU1 have NUMA Affinity 0, but the matrix puts them on 2 NUMA nodes (SYS "
+                       "between them); following the matrix");
+  REQUIRE(sys.cpu_nodes().size() == 2);
+  CHECK(sys.nodes[sys.cpu_of(sys.gpu_nodes()[0])].cpu.numa == 0);
+  CHECK(sys.nodes[sys.cpu_of(sys.gpu_nodes()[1])].cpu.numa == 1);
+  CHECK(PathMatrix(sys).gpu(0, 1).token.text() == "SYS");
+  // PIX between GPUs of different NUMA Affinity: one NUMA node.
+  warnings.clear();
+  const Topology pix = read_nvsmi(" GPU0 GPU1 NUMA Affinity\nGPU0 X PIX 0\nGPU1 PIX X 1\n", {}, &warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "line 3: GPU0 and GPU1 are on one NUMA node by the matrix, but their affinity columns "
+                       "differ (NUMA Affinity 0 vs NUMA Affinity 1); following the matrix");
+  CHECK(pix.cpu_nodes().size() == 1);
+  CHECK(PathMatrix(pix).gpu(0, 1).token.text() == "PIX");
+  // Agreeing columns give no warning; without a list to write to, warnings go to the log.
+  warnings.clear();
+  read_nvsmi(" GPU0 GPU1 NUMA Affinity\nGPU0 X SYS 0\nGPU1 SYS X 1\n", {}, &warnings);
+  CHECK(warnings.empty());
+  CHECK_NOTHROW(read_nvsmi(" GPU0 GPU1 NUMA Affinity\nGPU0 X SYS 0\nGPU1 SYS X 0\n"));
+  // A matrix that contradicts itself is still an error.
+  CHECK(error_of(" GPU0 GPU1 GPU2 NUMA Affinity\nGPU0 X PIX SYS 0\nGPU1 PIX X PIX 0\nGPU2 SYS PIX X 0\n")
+            .find("contradicts the rest of the matrix") != std::string::npos);
+}
+
+TEST_CASE("NUMA Affinity lists: Grace Hopper's CPU node and GPU memory nodes", "[topo][nvsmi]") {
+  std::vector<std::string> warnings;
+  const Topology topo = read_nvsmi(
+      " GPU0 GPU1 CPU Affinity NUMA Affinity GPU NUMA ID\n"
+      "GPU0 X NV6 0-71 0,5-11 4\nGPU1 NV6 X 72-143 1,13-19 12\n",
+      NvsmiOptions{90, 5, CpuFamily::arm}, &warnings);
+  CHECK(warnings.empty());
+  const int cpu0 = topo.cpu_of(topo.gpu_nodes()[0]);
+  const int cpu1 = topo.cpu_of(topo.gpu_nodes()[1]);
+  CHECK(cpu0 != cpu1);  // different lists: different NUMA nodes, numbered by their CPU node
+  CHECK(topo.nodes[cpu0].cpu.numa == 0);
+  CHECK(topo.nodes[cpu1].cpu.numa == 1);
+  // The same list spelled differently is the same NUMA node.
+  const Topology same = read_nvsmi(" GPU0 GPU1 NUMA Affinity\nGPU0 X NV6 0,5-11\nGPU1 NV6 X 0,5,6-11\n");
+  CHECK(same.cpu_nodes().size() == 1);
 }
 
 TEST_CASE("affinity columns place GPUs on NUMA nodes", "[topo][nvsmi]") {

@@ -3,6 +3,7 @@
 #include <chorus/topo/nccl_xml.hpp>
 #include <chorus/topo/path.hpp>
 #include <chorus/topo/sysfs_reader.hpp>
+#include <chorus/topo/text_file.hpp>
 
 #include <string>
 
@@ -127,4 +128,47 @@ TEST_CASE("this machine's sysfs reads without error", "[topo][sysfs]") {
   const Topology topo = read_sysfs();
   CHECK(topo.cpu_nodes().size() >= 1);
   validate(topo, "test");
+}
+
+namespace {
+// read_sysfs's chorus::Error message, or what happened instead.
+std::string sysfs_error(const std::string& root) {
+  try {
+    read_sysfs(root);
+  } catch (const chorus::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("not a chorus::Error: ") + e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+// Issue 7, item 11: a file that never ends (here /dev/zero) grew one string until allocation
+// failed, and the failure was swallowed. Every sysfs read is capped like the other readers'.
+TEST_CASE("sysfs files that never end are an error naming the file and the cap", "[topo][sysfs]") {
+  namespace fs = std::filesystem;
+  const std::string cap = std::to_string(kMaxTopologyFileBytes >> 20) + " MiB";
+  SECTION("proc/cpuinfo") {
+    FakeSysfs tree;
+    build_machine(tree);
+    const fs::path cpuinfo = fs::path(tree.root()) / "proc/cpuinfo";
+    fs::remove(cpuinfo);
+    fs::create_symlink("/dev/zero", cpuinfo);
+    const std::string error = sysfs_error(tree.root());
+    CHECK_THAT(error, Catch::Matchers::StartsWith("chorus::topo::read_sysfs: ") &&
+                          Catch::Matchers::Contains("'" + cpuinfo.string() + "'") && Catch::Matchers::Contains(cap));
+  }
+  SECTION("a device attribute") {
+    FakeSysfs tree;
+    build_machine(tree);
+    // Named as the reader reaches it: through the device's resolved directory.
+    const fs::path device = fs::canonical(fs::path(tree.root()) / "sys/devices/pci0000:40/0000:40:01.0/0000:41:00.0");
+    fs::remove(device / "class");
+    fs::create_symlink("/dev/zero", device / "class");
+    const std::string error = sysfs_error(tree.root());
+    CHECK_THAT(error, Catch::Matchers::StartsWith("chorus::topo::read_sysfs: ") &&
+                          Catch::Matchers::Contains("'" + (device / "class").string() + "'") &&
+                          Catch::Matchers::Contains(cap));
+  }
 }

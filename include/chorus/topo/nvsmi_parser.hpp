@@ -2,7 +2,9 @@
 // tab- or space-separated, with or without terminal colour codes, with NIC columns named after
 // the device (mlx5_0) or numbered (NIC0, resolved through the "NIC Legend"), with or without the
 // CPU Affinity / NUMA Affinity / GPU NUMA ID columns, with or without a legend, and with old
-// drivers' SOC for SYS. Anything else is a chorus::Error naming the line and what was expected.
+// drivers' SOC for SYS. NUMA Affinity is a list of NUMA nodes: one number on most machines, but
+// Grace Hopper lists the CPU's node and the GPU memory's nodes ("0,5-11"). Anything else is a
+// chorus::Error naming the line and what was expected.
 #pragma once
 
 #include <algorithm>
@@ -30,7 +32,9 @@ struct NvsmiMatrix {
   std::vector<std::vector<std::optional<SmiToken>>> cells;
   std::vector<int> row_line;       // 1-based line of each device's row; 0 if absent
   std::vector<std::string> cpu_affinity;  // per GPU, as printed ("0-19,40-59"); empty if absent/N/A
-  std::vector<int> numa_affinity;  // per GPU; -1 if absent/N/A
+  std::vector<std::string> numa_affinity_list;  // per GPU, as printed ("0,5-11"); empty if absent/N/A
+  std::vector<int> numa_affinity;  // per GPU: the lowest node of its list (the CPU's); -1 if absent/N/A
+  std::vector<int> gpu_numa_id;    // per GPU: the node of its own memory (Grace Hopper); -1 if absent/N/A
   bool has_cpu_affinity = false;
   bool has_numa_affinity = false;
 
@@ -180,7 +184,9 @@ inline NvsmiMatrix parse_nvsmi(std::string_view text) {
   m.cells.assign(d, std::vector<std::optional<SmiToken>>(d));
   m.row_line.assign(d, 0);
   m.cpu_affinity.assign(m.gpus, std::string());
+  m.numa_affinity_list.assign(m.gpus, std::string());
   m.numa_affinity.assign(m.gpus, -1);
+  m.gpu_numa_id.assign(m.gpus, -1);
 
   bool in_nic_legend = false;
   for (std::size_t i = header + 1; i < lines.size(); ++i) {
@@ -254,15 +260,24 @@ inline NvsmiMatrix parse_nvsmi(std::string_view text) {
                                               "' is not a CPU list like 0-19,40-59 (a matrix cell too many?)");
         }
         m.cpu_affinity[row] = value;
+      } else if (extras[k] == detail::Extra::numa_affinity) {
+        // The kernel's list spelling, as for CPUs.
+        const auto nodes = parse_cpulist(value);
+        if (!nodes) {
+          throw detail::nvsmi_error(line, "row " + words[0] + ": NUMA Affinity '" + detail::excerpt(value) +
+                                              "' is not a NUMA node list like 0 or 0,5-11");
+        }
+        const auto lowest = std::find(nodes->begin(), nodes->end(), true);
+        if (lowest == nodes->end()) continue;
+        m.numa_affinity_list[row] = value;
+        m.numa_affinity[row] = static_cast<int>(lowest - nodes->begin());
       } else {
         const auto number = detail::parse_small_int(value);
         if (!number) {
-          throw detail::nvsmi_error(line, "row " + words[0] + ": " +
-                                              (extras[k] == detail::Extra::numa_affinity ? "NUMA Affinity"
-                                                                                         : "GPU NUMA ID") +
-                                              " '" + detail::excerpt(value) + "' is not a number");
+          throw detail::nvsmi_error(line, "row " + words[0] + ": GPU NUMA ID '" + detail::excerpt(value) +
+                                              "' is not a number");
         }
-        if (extras[k] == detail::Extra::numa_affinity) m.numa_affinity[row] = *number;
+        m.gpu_numa_id[row] = *number;
       }
     }
   }

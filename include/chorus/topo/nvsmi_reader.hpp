@@ -3,7 +3,10 @@
 // matrix, and checks that it does (an inconsistent matrix is an error, not a guess):
 //   - NUMA nodes: devices joined by PIX/PXB/PHB/NODE share one, as do GPUs with the same NUMA
 //     (or CPU) Affinity. A pair joined by NVLink hides its PCIe relation; such groups are merged
-//     into one NUMA node unless a SYS entry or the affinity columns keep them apart.
+//     into one NUMA node unless a SYS entry or the affinity columns keep them apart. Where the
+//     matrix and the affinity columns disagree the matrix wins, with a warning: drivers print
+//     such output (an 8x RTX 4090 server shows every pair SYS, GPUs of one NUMA node included),
+//     and the matrix is what the tree must reproduce.
 //   - within a NUMA node, PIX/PXB/PHB pairs share a host bridge; PIX/PXB pairs a top switch;
 //     PIX pairs one switch below it. A device alone on its host bridge hangs directly off the CPU.
 //   - NV<k>: k bonded links between the pair. When a GPU's links add up to more than any GPU has
@@ -24,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/log.hpp"
 #include "bandwidth.hpp"
 #include "cpuset.hpp"
 #include "nvsmi_parser.hpp"
@@ -116,9 +120,20 @@ inline std::string synthetic_busid(int number) {
 }
 }  // namespace detail
 
-inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& options = {}) {
+// Warnings (the matrix overruling the affinity columns) go to `warnings` when given, else to the
+// log (CHORUS_LOG=warn, the default).
+inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& options = {},
+                                     std::vector<std::string>* warnings = nullptr) {
   const int d = m.devices();
   const int g = m.gpus;
+  const auto warn = [warnings](int line, const std::string& what) {
+    std::string text = line > 0 ? chorus::detail::concat("line ", line, ": ", what) : what;
+    if (warnings != nullptr) {
+      warnings->push_back(std::move(text));
+    } else {
+      chorus::log(LogLevel::warn, "chorus::topo::read_nvsmi: ", text);
+    }
+  };
   const auto cell = [&m](int a, int b) -> const std::optional<SmiToken>& { return m.cells[a][b]; };
   const auto known_level = [&](int a, int b) {
     const auto& c = cell(a, b);
@@ -156,19 +171,66 @@ inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& o
   }
   std::vector<std::string> key(d);  // what the affinity columns say about each device's NUMA node
   for (int a = 0; a < g; ++a) {
-    if (m.has_numa_affinity && m.numa_affinity[a] >= 0) {
-      key[a] = "numa " + std::to_string(m.numa_affinity[a]);
-    } else if (!m.has_numa_affinity && !m.cpu_affinity[a].empty()) {
-      key[a] = "cpus " + m.cpu_affinity[a];
-    }
-  }
-  for (int a = 0; a < g; ++a) {
-    for (int b = a + 1; b < g; ++b) {
-      if (!key[a].empty() && key[a] == key[b]) numa.join(a, b);
-    }
+    const std::string& list = m.has_numa_affinity ? m.numa_affinity_list[a] : m.cpu_affinity[a];
+    const auto set = parse_cpulist(list);  // normalised, so 0,5-11 and 0,5,6-11 agree
+    if (!list.empty() && set) key[a] = (m.has_numa_affinity ? "NUMA Affinity " : "CPU Affinity ") + to_cpulist(*set);
   }
   std::vector<int> all(d);
   std::iota(all.begin(), all.end(), 0);
+  // The matrix's groups first: differing affinity inside one is overruled.
+  for (const auto& group : detail::groups_of(numa, all)) {
+    for (int x : group) {
+      const auto other = std::find_if(group.begin(), group.end(), [&](int y) {
+        return !key[x].empty() && !key[y].empty() && key[x] != key[y];
+      });
+      if (other == group.end()) continue;
+      warn(m.row_line[*other], m.labels[x] + " and " + m.labels[*other] +
+                                   " are on one NUMA node by the matrix, but their affinity columns differ (" + key[x] +
+                                   " vs " + key[*other] + "); following the matrix");
+      break;
+    }
+  }
+  // Then the affinity joins what the matrix leaves open: groups with no SYS entry between them.
+  {
+    std::vector<std::vector<char>> apart(d, std::vector<char>(d, 0));  // by group representative
+    for (int a = 0; a < d; ++a) {
+      for (int b = 0; b < d; ++b) {
+        if (known_level(a, b) == 5) apart[numa.find(a)][numa.find(b)] = 1;
+      }
+    }
+    for (int a = 0; a < g; ++a) {
+      for (int b = a + 1; b < g; ++b) {
+        const int ra = numa.find(a), rb = numa.find(b);
+        if (key[a].empty() || key[a] != key[b] || ra == rb || apart[ra][rb]) continue;
+        numa.join(a, b);
+        const int r = numa.find(a);
+        for (int x = 0; x < d; ++x) {
+          apart[r][x] = apart[x][r] = static_cast<char>(apart[ra][x] || apart[rb][x]);
+        }
+      }
+    }
+    std::vector<int> warned;
+    for (int a = 0; a < g; ++a) {
+      if (key[a].empty() || std::find(warned.begin(), warned.end(), a) != warned.end()) continue;
+      std::vector<int> same, roots;
+      for (int b = a; b < g; ++b) {
+        if (key[b] != key[a]) continue;
+        same.push_back(b);
+        if (std::find(roots.begin(), roots.end(), numa.find(b)) == roots.end()) roots.push_back(numa.find(b));
+      }
+      warned.insert(warned.end(), same.begin(), same.end());
+      if (roots.size() < 2) continue;
+      std::string names;
+      int line = 0;
+      for (int b : same) {
+        names += (names.empty() ? "" : ", ") + m.labels[b];
+        if (line == 0 && numa.find(b) != numa.find(a)) line = m.row_line[b];
+      }
+      warn(line, chorus::detail::concat(names, " have ", key[a], ", but the matrix puts them on ", roots.size(),
+                                        " NUMA nodes (SYS between them); following the matrix"));
+    }
+  }
+  // Merge groups that nothing keeps apart (only NVLink entries between them).
   const auto group_key = [&key](const std::vector<int>& group) {
     std::string found;
     for (int member : group) {
@@ -176,18 +238,6 @@ inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& o
     }
     return found;
   };
-  for (const auto& group : detail::groups_of(numa, all)) {
-    for (int x : group) {
-      for (int y : group) {
-        if (!key[x].empty() && !key[y].empty() && key[x] != key[y]) {
-          throw detail::nvsmi_error(m.row_line[y], m.labels[x] + " and " + m.labels[y] +
-                                                       " are on one NUMA node by the matrix, but their affinity "
-                                                       "columns differ (" + key[x] + " vs " + key[y] + ")");
-        }
-      }
-    }
-  }
-  // Merge groups that nothing keeps apart (only NVLink entries between them).
   {
     auto groups = detail::groups_of(numa, all);
     std::vector<std::vector<int>> kept;
@@ -227,8 +277,11 @@ inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& o
   for (const auto& group : numa_groups) {
     int id = -1;
     for (int member : group) {
-      if (member < g && m.has_numa_affinity && m.numa_affinity[member] >= 0) id = m.numa_affinity[member];
+      if (id < 0 && member < g && m.has_numa_affinity && m.numa_affinity[member] >= 0) id = m.numa_affinity[member];
     }
+    // Where the matrix split a NUMA node, the first part keeps its number and the others get
+    // free ones: NUMA numbers name CPUs, and NCCL's XML allows each once.
+    if (std::find(numa_ids.begin(), numa_ids.end(), id) != numa_ids.end()) id = -1;
     numa_ids.push_back(id);
   }
   for (int& id : numa_ids) {
@@ -354,14 +407,16 @@ inline Topology topology_from_matrix(const NvsmiMatrix& m, const NvsmiOptions& o
   return topo;
 }
 
-inline Topology read_nvsmi(std::string_view text, const NvsmiOptions& options = {}) {
-  Topology topo = topology_from_matrix(parse_nvsmi(text), options);
+inline Topology read_nvsmi(std::string_view text, const NvsmiOptions& options = {},
+                           std::vector<std::string>* warnings = nullptr) {
+  Topology topo = topology_from_matrix(parse_nvsmi(text), options, warnings);
   topo.source = "nvidia-smi topo -m";
   return topo;
 }
 
-inline Topology read_nvsmi_file(const std::string& path, const NvsmiOptions& options = {}) {
-  Topology topo = read_nvsmi(read_text_file(path, "read_nvsmi"), options);
+inline Topology read_nvsmi_file(const std::string& path, const NvsmiOptions& options = {},
+                                std::vector<std::string>* warnings = nullptr) {
+  Topology topo = read_nvsmi(read_text_file(path, "read_nvsmi"), options, warnings);
   topo.source = "nvidia-smi topo -m (" + path + ")";
   return topo;
 }

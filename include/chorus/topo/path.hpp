@@ -13,7 +13,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
+#include <queue>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -37,7 +40,15 @@ struct Path {
 // topology: it indexes the NVLink bonds per node, so each pair costs its two nodes' bonds.
 class SmiClassifier {
  public:
-  explicit SmiClassifier(const Topology& topo) : topo_(topo), bonds_(topo.nodes.size()) {
+  explicit SmiClassifier(const Topology& topo)
+      : topo_(topo), bonds_(topo.nodes.size()), chains_(topo.nodes.size()) {
+    // Each node's chain up to its CPU, once: PathMatrix asks about every pair.
+    for (std::size_t node = 0; node < topo.nodes.size(); ++node) {
+      std::vector<int>& chain = chains_[node];
+      for (int n = static_cast<int>(node); n >= 0 && chain.size() <= topo.nodes.size(); n = topo.nodes[n].parent) {
+        chain.push_back(n);
+      }
+    }
     for (const NvLinkBond& bond : topo.nvlinks) {
       if (bond.a < 0 || bond.b < 0 || bond.a >= static_cast<int>(bonds_.size()) ||
           bond.b >= static_cast<int>(bonds_.size())) {
@@ -70,9 +81,8 @@ class SmiClassifier {
  private:
   // The pair's place in the PCIe tree: climb both chains to the lowest common ancestor.
   SmiToken pcie(int a, int b) const {
-    std::vector<int> up_a, up_b;
-    for (int n = a; n >= 0 && up_a.size() <= topo_.nodes.size(); n = topo_.nodes[n].parent) up_a.push_back(n);
-    for (int n = b; n >= 0 && up_b.size() <= topo_.nodes.size(); n = topo_.nodes[n].parent) up_b.push_back(n);
+    const std::vector<int>& up_a = chains_[a];
+    const std::vector<int>& up_b = chains_[b];
     const int cpu_a = up_a.empty() ? -1 : up_a.back();
     const int cpu_b = up_b.empty() ? -1 : up_b.back();
     if (cpu_a != cpu_b || cpu_a < 0 || topo_.nodes[cpu_a].kind != NodeKind::cpu) return SmiToken{SmiClass::sys, 0};
@@ -97,6 +107,7 @@ class SmiClassifier {
 
   const Topology& topo_;
   std::vector<std::vector<std::pair<int, int>>> bonds_;  // per node: (other end, link count)
+  std::vector<std::vector<int>> chains_;                  // per node: itself, its parent, ... its CPU
 };
 
 // nvidia-smi's token for one pair (build an SmiClassifier for many).
@@ -132,13 +143,15 @@ inline void route_from(const Topology& topo, const std::vector<Link>& all,
   hops[source] = 0;
   bw[source] = kLocalGBps * 1000;  // wider than any link: the first hop sets the bottleneck
   const bool source_gpu = topo.nodes[source].kind == NodeKind::gpu;
-  for (;;) {
-    int u = -1;
-    for (std::size_t v = 0; v < n; ++v) {
-      if (done[v] || hops[v] < 0) continue;
-      if (u < 0 || hops[v] < hops[u] || (hops[v] == hops[u] && bw[v] > bw[u])) u = static_cast<int>(v);
-    }
-    if (u < 0) break;
+  // Settles nodes fewest hops first, then widest, then lowest index: a heap with stale entries
+  // skipped, so a 4096-GPU machine costs seconds, not the hours of a scan per settled node.
+  using Key = std::tuple<int, double, int>;  // (hops, -bw, node)
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queue;
+  queue.emplace(0, -bw[source], source);
+  while (!queue.empty()) {
+    const auto [key_hops, key_bw, u] = queue.top();
+    queue.pop();
+    if (done[u] || key_hops != hops[u] || -key_bw != bw[u]) continue;
     done[u] = true;
     const NodeKind kind = topo.nodes[u].kind;
     bool through_gpu = false;
@@ -161,6 +174,7 @@ inline void route_from(const Topology& topo, const std::vector<Link>& all,
         bw[next.node] = b;
         prev_node[next.node] = u;
         prev_link[next.node] = next.link;
+        queue.emplace(h, -b, next.node);
       }
     }
   }
@@ -218,14 +232,15 @@ class PathMatrix {
           continue;
         }
         if (hops[devices[y]] < 0) continue;  // unreachable: DIS
-        std::vector<int> route, route_links;
-        for (int v = devices[y]; v != devices[x]; v = prev_node[v]) {
-          route.push_back(v);
-          route_links.push_back(prev_link[v]);
+        // Filled back to front at their final size: on thousands of GPUs these are most of the cost.
+        const std::size_t length = static_cast<std::size_t>(hops[devices[y]]);
+        std::vector<int> route(length + 1), route_links(length);
+        route[0] = devices[x];
+        std::size_t k = length;
+        for (int v = devices[y]; v != devices[x]; v = prev_node[v], --k) {
+          route[k] = v;
+          route_links[k - 1] = prev_link[v];
         }
-        route.push_back(devices[x]);
-        std::reverse(route.begin(), route.end());
-        std::reverse(route_links.begin(), route_links.end());
         path.bw_GBps = bw[devices[y]];
         for (int l : route_links) path.latency_us += all[l].latency_us;
         path.type = detail::classify_route(topo, all, route, route_links);

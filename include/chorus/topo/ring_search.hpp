@@ -14,6 +14,13 @@
 // widest hop to an unvisited GPU, lowest index on ties), then 2-opt moves (reverse a segment)
 // while any move improves the quality, scanned in a fixed order.
 //
+// The heuristic has a work budget (RingSearchOptions::work_budget, counted in hop pricings over the
+// whole search): one 2-opt round prices n^2/2 rings of n hops, so unbounded it took 38 s on 800
+// GPUs and hours on the 4096 the XML reader accepts. The default pays for 256 rounds at 64 GPUs,
+// so machines of up to a few dozen GPUs get the rings they always got; past it the 2-opt stops
+// where it is (the ring is still a valid ring, only less polished), and further channels may only
+// repeat an earlier ring, which costs n to check and is what NVSwitch machines take anyway.
+//
 // Channels: the first ring runs at speed s = min(its weakest hop, the per-channel cap of NCCL's
 // speed ladder for the GPU generation). Each further channel is the best ring in the *residual*
 // capacities (every directed link loses s per hop that crosses it) whose weakest hop still gets s;
@@ -45,6 +52,7 @@ struct RingPlan {
   std::vector<Ring> rings;        // one per channel, best first; rings may repeat
   double channel_GBps = 0.0;      // the speed every channel runs at
   bool exact = false;             // rings[0] is proven optimal (exhaustive search)
+  bool budget_spent = false;      // the heuristic stopped at RingSearchOptions::work_budget
   double total_GBps() const { return channel_GBps * static_cast<double>(rings.size()); }
 };
 
@@ -52,6 +60,9 @@ struct RingSearchOptions {
   int exact_limit = 8;            // exhaustive up to this many GPUs
   int max_channels = 32;          // NCCL's search stops at half of its 64 channels
   double channel_cap_GBps = 0.0;  // 0: max_channel_GBps() of the slowest GPU generation
+  // Hop pricings the heuristic may spend over all channels (the first greedy ring always
+  // completes, n^2/2 more at most). 2^25 is about two seconds on 4096 GPUs.
+  long long work_budget = 1LL << 25;
 };
 
 namespace detail {
@@ -116,6 +127,12 @@ class RingPricer {
   std::vector<int> load_;
 };
 
+// Work left to the heuristic, in hop pricings.
+struct Budget {
+  long long left = 0;
+  bool spent() const { return left <= 0; }
+};
+
 inline std::vector<double> sorted(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values;
@@ -164,33 +181,41 @@ inline std::optional<std::vector<int>> exact_ring(int n, RingPricer& pricer, dou
   return best;
 }
 
-// Greedy construction, then 2-opt segment reversals while they improve the quality.
-inline std::vector<int> heuristic_ring(int n, RingPricer& pricer) {
+// Greedy construction, then 2-opt segment reversals while they improve the quality and the
+// budget lasts. The greedy ring always completes, so there is always an answer.
+inline std::vector<int> heuristic_ring(int n, RingPricer& pricer, Budget& budget) {
   std::vector<int> order{0};
   std::vector<bool> used(static_cast<std::size_t>(n), false);
   used[0] = true;
   while (static_cast<int>(order.size()) < n) {
     int pick = -1;
+    double widest = 0.0;
     for (int next = 0; next < n; ++next) {
-      if (!used[next] && (pick < 0 || pricer.alone(order.back(), next) > pricer.alone(order.back(), pick))) {
+      if (used[next]) continue;
+      const double w = pricer.alone(order.back(), next);
+      if (pick < 0 || w > widest) {
         pick = next;
+        widest = w;
       }
     }
+    budget.left -= n - static_cast<long long>(order.size());
     used[pick] = true;
     order.push_back(pick);
   }
   std::vector<double> quality = sorted(pricer.hops(order));
-  // Every accepted move strictly improves the quality, so this ends; the round cap only bounds
-  // the time on very large inputs.
-  for (int round = 0; round < 2 * n; ++round) {
+  // Every accepted move strictly improves the quality, so this ends; the round cap and the budget
+  // only bound the time on large inputs.
+  std::vector<int> candidate;
+  for (int round = 0; round < 2 * n && !budget.spent(); ++round) {
     bool improved = false;
-    for (int i = 1; i < n - 1 && !improved; ++i) {
-      for (int j = i + 1; j < n && !improved; ++j) {
-        std::vector<int> candidate = order;
+    for (int i = 1; i < n - 1 && !improved && !budget.spent(); ++i) {
+      for (int j = i + 1; j < n && !improved && !budget.spent(); ++j) {
+        candidate = order;
         std::reverse(candidate.begin() + i, candidate.begin() + j + 1);
         std::vector<double> q = sorted(pricer.hops(candidate));
+        budget.left -= n;
         if (better(q, quality)) {
-          order = std::move(candidate);
+          order.swap(candidate);
           quality = std::move(q);
           improved = true;
         }
@@ -240,8 +265,10 @@ inline RingPlan search_rings(const Topology& topo, const PathMatrix& paths, cons
   const std::vector<double> capacity = detail::full_capacity(paths);
   detail::RingPricer idle(paths, capacity);
   plan.exact = n <= options.exact_limit;
-  std::vector<int> first = plan.exact ? *detail::exact_ring(n, idle, 0.0) : detail::heuristic_ring(n, idle);
+  detail::Budget budget{options.work_budget};
+  std::vector<int> first = plan.exact ? *detail::exact_ring(n, idle, 0.0) : detail::heuristic_ring(n, idle, budget);
   plan.rings.push_back(detail::make_ring(first, idle));
+  plan.budget_spent = budget.spent();
   if (n == 1) {
     plan.channel_GBps = kLocalGBps;
     return plan;
@@ -267,19 +294,30 @@ inline RingPlan search_rings(const Topology& topo, const PathMatrix& paths, cons
   };
   take(first);
   const double floor = speed * (1 - 1e-9);  // absorbs rounding in the subtractions
+  const auto fits = [&](const std::vector<int>& order) {
+    const std::vector<double> hops = left.hops(order);
+    return *std::min_element(hops.begin(), hops.end()) >= floor;
+  };
   while (static_cast<int>(plan.rings.size()) < options.max_channels) {
     std::optional<std::vector<int>> next;
     if (plan.exact) {
       next = detail::exact_ring(n, left, floor);
+    } else if (!budget.spent()) {
+      std::vector<int> candidate = detail::heuristic_ring(n, left, budget);
+      if (fits(candidate)) next = std::move(candidate);
     } else {
-      std::vector<int> candidate = detail::heuristic_ring(n, left);
-      const std::vector<double> hops = left.hops(candidate);
-      if (*std::min_element(hops.begin(), hops.end()) >= floor) next = std::move(candidate);
+      for (const Ring& earlier : plan.rings) {
+        if (fits(earlier.order)) {
+          next = earlier.order;
+          break;
+        }
+      }
     }
     if (!next) break;
     take(*next);
     plan.rings.push_back(detail::make_ring(*next, idle));
   }
+  plan.budget_spent = budget.spent();
   return plan;
 }
 

@@ -14,15 +14,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "busid.hpp"
 #include "cpuset.hpp"
+#include "text_file.hpp"
 #include "topology.hpp"
 
 namespace chorus::topo {
@@ -30,13 +31,12 @@ namespace chorus::topo {
 namespace detail {
 namespace fs = std::filesystem;
 
-// The first line of a small attribute file, without the newline; nullopt if unreadable.
+// The first line of a small attribute file, without the newline; nullopt if unreadable. Read
+// whole under the readers' cap: a fake or damaged tree may link an attribute to /dev/zero.
 inline std::optional<std::string> sysfs_line(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::string line;
-  std::getline(in, line);
-  if (!in && !in.eof()) return std::nullopt;
+  auto text = read_text_file_if_readable(file.string(), "read_sysfs");
+  if (!text) return std::nullopt;
+  std::string line = text->substr(0, text->find('\n'));
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line;
 }
@@ -102,7 +102,7 @@ inline std::vector<std::string> sorted_entries(const fs::path& dir) {
 // CPU identity from /proc/cpuinfo (first processor's entry).
 inline CpuInfo sysfs_cpu_identity(const fs::path& root) {
   CpuInfo cpu;
-  std::ifstream in(root / "proc" / "cpuinfo");
+  std::istringstream in(read_text_file_if_readable((root / "proc" / "cpuinfo").string(), "read_sysfs").value_or(""));
   std::string line;
   bool arm = false, power = false;
   while (std::getline(in, line)) {
@@ -136,8 +136,9 @@ inline bool is_gpu_class(const PciInfo& pci) {
 }
 }  // namespace detail
 
-// The machine under `root` ("" or "/" for this one). Throws chorus::Error only when `root` has no
-// sysfs at all; devices whose files are unreadable are skipped, as NCCL does.
+// The machine under `root` ("" or "/" for this one). Throws chorus::Error when `root` has no
+// sysfs at all, or when a file read is larger than kMaxTopologyFileBytes (no real attribute or
+// cpuinfo is); devices whose files are unreadable are skipped, as NCCL does.
 inline Topology read_sysfs(const std::string& root = "/") {
   namespace fs = std::filesystem;
   const fs::path base = root.empty() ? fs::path("/") : fs::path(root);
