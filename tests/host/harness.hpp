@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chorus/host.hpp>
+#include <chorus/host/tuning.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -31,3 +31,23 @@
 #define CHORUS_VERSION_MAJOR 0
 #define CHORUS_VERSION_MINOR 1
 #define CHORUS_VERSION_PATCH 0
+
+// Header-only (the default) or compiled mode, as fmt, spdlog and Asio offer. Header-only: every
+// function is defined in the headers (`inline`) and compiled again in each translation unit that
+// uses it. Compiled (`-DCHORUS_COMPILED_LIB`, which the Meson dependency `chorus_lib_dep` and the
+// pkg-config package `chorus-lib` add, with libchorus to link): the heavy non-template entry points
+// (host::Comm's collectives, the schedule generators) are declared in the headers and defined once,
+// in libchorus. Templates stay in the headers either way; results are identical.
+//   CHORUS_FUNC            marks such a function: `inline` header-only, plain in compiled mode
+//   CHORUS_DEFINE_BODIES   1 where their bodies are compiled: header-only, or inside libchorus
+#if defined(CHORUS_COMPILED_LIB)
+#define CHORUS_FUNC
+#if defined(CHORUS_BUILDING_LIB)
+#define CHORUS_DEFINE_BODIES 1
+#else
+#define CHORUS_DEFINE_BODIES 0
+#endif
+#else
+#define CHORUS_FUNC inline
+#define CHORUS_DEFINE_BODIES 1
+#endif

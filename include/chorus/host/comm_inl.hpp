@@ -1,0 +1,179 @@
+// host::Comm's non-template members: compiled in every translation unit in header-only mode, once
+// in libchorus in compiled mode (core/config.hpp). Included by comm.hpp; not for direct use.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../core/env.hpp"
+#include "../runtime/call_check.hpp"
+#include "../runtime/element_ops.hpp"
+#include "../runtime/interpreter.hpp"
+#include "../runtime/validate.hpp"
+#include "comm.hpp"
+#include "peer_wait.hpp"
+#include "point_to_point.hpp"
+#include "shared_memory_transport.hpp"
+#include "tuning.hpp"
+
+namespace chorus::host {
+
+CHORUS_FUNC void Comm::all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                                  Algorithm algorithm) {
+  collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
+}
+CHORUS_FUNC void Comm::broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
+                                 Algorithm algorithm) {
+  collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
+}
+CHORUS_FUNC void Comm::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                              Algorithm algorithm) {
+  collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
+}
+CHORUS_FUNC void Comm::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                                  Algorithm algorithm) {
+  collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+}
+CHORUS_FUNC void Comm::reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
+                                      ReduceOp op, Algorithm algorithm) {
+  collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
+}
+CHORUS_FUNC void Comm::all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
+                                  Algorithm algorithm) {
+  collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+}
+
+CHORUS_FUNC void Comm::send(const void* data, std::size_t count, DataType type, int peer) {
+  point_to_point(true, data, nullptr, count, type, peer);
+}
+CHORUS_FUNC void Comm::recv(void* data, std::size_t count, DataType type, int peer) {
+  point_to_point(false, nullptr, data, count, type, peer);
+}
+
+CHORUS_FUNC void Comm::point_to_point(bool sending, const void* send_data, void* recv_data, std::size_t count,
+                                      DataType type, int peer) {
+  const char* name = sending ? "send" : "recv";
+  const void* data = sending ? send_data : recv_data;
+  runtime::check_comm(name, state_ != nullptr);
+  runtime::check_type(name, rank_, type);
+  runtime::check_peer(name, rank_, peer, state_->size());
+  runtime::check_buffer(name, rank_, data, count, "data");
+  detail::Message m;
+  m.peer = peer;
+  m.type = type;
+  m.count = count;
+  m.bytes = runtime::checked_bytes(name, rank_, count, 1, size_of(type));
+  const detail::PeerWaiter waiter(*state_, name, rank_, env::timeout_ms());
+  if (sending) {
+    detail::send_message(*state_, waiter, m, send_data);
+  } else {
+    detail::recv_message(*state_, waiter, m, recv_data);
+  }
+}
+
+CHORUS_FUNC void Comm::barrier() {
+  runtime::check_comm("barrier", state_ != nullptr);
+  runtime::CallDescriptor call;
+  call.kind = runtime::CallKind::barrier;
+  synchronise("barrier", call, env::timeout_ms());
+}
+
+CHORUS_FUNC Comm Comm::split(int color, int key) {
+  runtime::check_comm("split", state_ != nullptr);
+  const long timeout_ms = env::timeout_ms();
+  const int n = state_->size();
+  runtime::CallDescriptor call;
+  call.kind = runtime::CallKind::split;
+  call.color = color;
+  call.key = key;
+
+  // 1. Exchange (colour, key): every descriptor of this call is readable once finish() returns,
+  //    until this rank begins its next call.
+  std::vector<int> members;
+  std::vector<std::pair<int, int>> keys;  // (key, parent rank) of my colour
+  {
+    detail::SharedMemoryTransport transport(*state_, rank_, *me_, "split", call, timeout_ms);
+    transport.begin();
+    transport.finish();
+    if (color >= 0) {
+      for (int r = 0; r < n; ++r) {
+        const runtime::CallDescriptor& theirs = r == rank_ ? call : transport.peer_descriptor(r);
+        if (theirs.color == color) keys.emplace_back(theirs.key, r);
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  for (const auto& entry : keys) members.push_back(entry.second);
+  const bool leader = !members.empty() && members.front() == rank_;
+
+  // 2. The first member creates the shared state and hands it over through its slot.
+  if (leader) {
+    std::vector<int> team_ranks;
+    for (int r : members) team_ranks.push_back(state_->team_rank(r));
+    auto child = std::make_shared<detail::SharedState>(state_->fault_ptr(), std::move(team_ranks), false);
+    child->set_ring_order(detail::ring_order_of_members(state_->ring_order(), members, n));
+    state_->slot(rank_).handoff = std::move(child);
+  }
+  runtime::CallDescriptor phase;
+  phase.kind = runtime::CallKind::barrier;
+  synchronise("split", phase, timeout_ms);
+  Comm result;
+  if (!members.empty()) {
+    result.state_ = state_->slot(members.front()).handoff;
+    result.rank_ = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    result.me_ = std::make_unique<detail::RankState>(result.state_->size());
+  }
+  // 3. Once everyone holds its reference, the leader drops the slot's.
+  synchronise("split", phase, timeout_ms);
+  if (leader) state_->slot(rank_).handoff.reset();
+  return result;
+}
+
+CHORUS_FUNC const std::vector<int>& Comm::ring_order() const {
+  runtime::check_comm("ring_order", state_ != nullptr);
+  return state_->ring_order();
+}
+
+CHORUS_FUNC void Comm::synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms) {
+  detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, timeout_ms);
+  transport.begin();
+  transport.finish();
+}
+
+CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args) {
+  const char* name = traits(args.collective).name;
+  runtime::check_comm(name, state_ != nullptr);
+  const int n = state_->size();
+  runtime::CheckedCall checked = runtime::check_collective(args, rank_, n);
+  runtime::CallDescriptor& call = checked.descriptor;
+  call.pattern = args.algorithm != Algorithm::automatic
+                     ? algo::pattern_for(args.algorithm)
+                     : detail::choose_pattern(args.collective, args.count * checked.element_size, n,
+                                              state_->team_size());
+  const algo::Schedule& schedule = me_->schedules.get(
+      runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules());
+
+  const runtime::ElementOps* ops = runtime::element_ops(args.type);
+  const runtime::StepMath math{checked.element_size, ops, call.op};
+  const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
+                                 checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
+  detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, env::timeout_ms());
+  transport.begin();
+  try {
+    runtime::interpret(name, rank_, schedule, buffers, math, transport);
+    transport.finish();
+  } catch (const std::exception& e) {
+    transport.withdraw(e.what());  // the caller may free its buffers once this returns
+    throw;
+  }
+  if (traits(args.collective).reduces && call.op == ReduceOp::avg && checked.uses_recv) {
+    ops->finish_avg(args.recv, args.count, n);
+  }
+}
+
+}  // namespace chorus::host
