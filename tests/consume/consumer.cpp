@@ -19,6 +19,10 @@ int main() {
       return 1;
     }
   }
-  std::printf("consumer: ok\n");
+#ifdef CHORUS_COMPILED_LIB
+  std::printf("consumer (compiled mode, libchorus): ok\n");
+#else
+  std::printf("consumer (header-only): ok\n");
+#endif
   return 0;
 }

@@ -11,3 +11,4 @@ meson setup "$work/build" "$work/project" -Dchorus:tests=false -Dchorus:tools=fa
   -Dchorus:mpi=disabled -Dchorus:nccl=disabled >/dev/null
 ninja -C "$work/build" >/dev/null
 "$work/build/consumer"
+"$work/build/consumer-lib"

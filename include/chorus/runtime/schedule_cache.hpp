@@ -12,9 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "../algo/build.hpp"
 #include "../algo/schedule.hpp"
-#include "../core/log.hpp"
+#include "../core/config.hpp"
 #include "call_descriptor.hpp"
 
 namespace chorus::runtime {
@@ -22,16 +21,7 @@ namespace chorus::runtime {
 using SchedulePtr = std::shared_ptr<const algo::Schedule>;
 
 // The schedule a key describes, with the communicator's ring order (empty: 0, 1, ..., n-1).
-inline algo::Schedule build_schedule(const ScheduleKey& key, const std::vector<int>& ring_order) {
-  algo::Options options;
-  options.slice = key.slice;
-  options.in_place = key.in_place;
-  options.ring_order = ring_order;
-  chorus::log(LogLevel::debug, "building ", to_string(key.collective), " schedule, pattern ",
-              algo::to_string(key.pattern), ", ", key.ranks, " ranks, count ", key.count,
-              key.in_place ? ", in place" : "");
-  return algo::build(key.collective, key.pattern, key.ranks, key.count, key.root, options);
-}
+CHORUS_FUNC algo::Schedule build_schedule(const ScheduleKey& key, const std::vector<int>& ring_order);
 
 // Least-recently-used list of at most `capacity` schedules.
 class ScheduleList {
@@ -137,3 +127,7 @@ class ScheduleCache {
 };
 
 }  // namespace chorus::runtime
+
+#if CHORUS_DEFINE_BODIES
+#include "schedule_cache_inl.hpp"
+#endif
