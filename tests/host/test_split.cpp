@@ -156,3 +156,28 @@ TEST_CASE("split into singletons and into one group", "[split]") {
     CHECK(whole_rank[static_cast<std::size_t>(r)] == ranks - 1 - r);
   }
 }
+
+TEST_CASE("errors on a split communicator name the rank there and in the team", "[split]") {
+  Team team(4);
+  std::vector<std::string> messages(4);
+  harness::run(team, [&](Comm& c) {
+    Comm sub = c.split(c.rank() % 2, -c.rank());  // odds: team rank 3 is rank 0, team rank 1 is rank 1
+    float x = 0;
+    try {
+      sub.broadcast(&x, &x, 1, 7);
+    } catch (const Error& e) {
+      messages[static_cast<std::size_t>(c.rank())] = e.what();
+    }
+  });
+  CHECK(messages[3] == "chorus::broadcast on rank 0 (team rank 3): root 7 is not a rank of this 2-rank communicator");
+  CHECK(messages[1] == "chorus::broadcast on rank 1 (team rank 1): root 7 is not a rank of this 2-rank communicator");
+  CHECK(messages[0] == "chorus::broadcast on rank 1 (team rank 0): root 7 is not a rank of this 2-rank communicator");
+}
+
+TEST_CASE("a call on a null communicator names the call, not a rank -1", "[split]") {
+  Comm null;
+  int x = 0;
+  CHECK_THROWS_WITH(null.all_reduce(&x, &x, 1, ReduceOp::sum),
+                    "chorus::all_reduce: called on a null communicator (from split with a negative colour, or "
+                    "default-constructed)");
+}

@@ -73,3 +73,56 @@ TEST_CASE("a Team runs many times, and moved", "[team]") {
   });
   for (int g : got) CHECK(g == 4);
 }
+
+TEST_CASE("team sizes are bounded with a clear error, not bad_alloc", "[team]") {
+  using chorus::host::Team;
+  CHECK_THROWS_WITH(Team(0), "chorus::host::Team: size must be 1 to 4096, got 0");
+  CHECK_THROWS_WITH(Team(-3), Catch::Contains("got -3"));
+  CHECK_THROWS_WITH(Team(Team::kMaxSize + 1), Catch::Contains("got 4097"));
+  CHECK_THROWS_AS(Team(100000), chorus::Error);
+}
+
+TEST_CASE("a running team cannot be moved; a moved-from team cannot run", "[team]") {
+  using chorus::host::Team;
+  Team team(2);
+  std::vector<std::string> refusals;
+  std::atomic<bool> go{false};
+  harness::run(team, [&](chorus::host::Comm& comm) {
+    if (comm.rank() == 0) {
+      try {
+        Team stolen(std::move(team));
+      } catch (const chorus::Error& e) {
+        refusals.push_back(e.what());
+      }
+      try {
+        Team other(1);
+        other = std::move(team);
+      } catch (const chorus::Error& e) {
+        refusals.push_back(e.what());
+      }
+      go = true;
+    }
+    while (!go) std::this_thread::yield();
+    comm.barrier();  // the team still works
+  });
+  REQUIRE(refusals.size() == 2);
+  CHECK(refusals[0] == "chorus::host::Team: cannot move a team while it is running");
+  CHECK(refusals[1] == "chorus::host::Team: cannot move a team while it is running");
+  Team moved(std::move(team));  // idle: allowed
+  int runs = 0;
+  moved.run([&](chorus::host::Comm& comm) {
+    if (comm.rank() == 0) ++runs;
+  });
+  CHECK(runs == 1);
+  CHECK_THROWS_WITH(team.run([](chorus::host::Comm&) {}), Catch::Contains("moved from"));  // NOLINT: use after move is the test
+}
+
+TEST_CASE("a typo in CHORUS_LOG is caught when a team runs, even if nothing logs", "[team]") {
+  harness::ScopedEnv log("CHORUS_LOG", "verbose");
+  chorus::host::Team team(2);
+  bool ran = false;
+  CHECK_THROWS_WITH(team.run([&](chorus::host::Comm&) { ran = true; }),
+                    Catch::StartsWith("chorus::host::Team::run: chorus: CHORUS_LOG must be none, warn, info or debug, "
+                                      "got 'verbose'"));
+  CHECK_FALSE(ran);
+}

@@ -185,3 +185,25 @@ TEST_CASE("a malformed CHORUS_TIMEOUT_MS is an error, not a silent default", "[v
   CHECK(codes[0] == static_cast<int>(ErrorCode::invalid_argument));
   CHECK(codes[1] == static_cast<int>(ErrorCode::invalid_argument));
 }
+
+TEST_CASE("a malformed CHORUS_TIMEOUT_MS fails the call that reads it, naming the call and the rank", "[validation]") {
+  harness::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "soon");
+  Team team(2);
+  std::vector<std::string> messages(2);
+  std::vector<int> codes(2, -1);
+  harness::run(team, [&](Comm& c) {
+    float x = 1;
+    try {
+      c.all_reduce(&x, &x, 1, ReduceOp::sum);
+    } catch (const Error& e) {
+      messages[static_cast<std::size_t>(c.rank())] = e.what();
+      codes[static_cast<std::size_t>(c.rank())] = static_cast<int>(e.code());
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO(messages[static_cast<std::size_t>(r)]);
+    CHECK(codes[static_cast<std::size_t>(r)] == static_cast<int>(ErrorCode::invalid_argument));
+    CHECK_THAT(messages[static_cast<std::size_t>(r)],
+               Catch::StartsWith("chorus::all_reduce on rank " + std::to_string(r) + ": chorus: CHORUS_TIMEOUT_MS must be"));
+  }
+}

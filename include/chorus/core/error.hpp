@@ -2,6 +2,7 @@
 #pragma once
 
 #include <exception>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -49,9 +50,25 @@ std::string concat(const Parts&... parts) {
 }
 }  // namespace detail
 
-// Builds "chorus::<call> on rank <r>: <details...>" so every message has the same shape.
+// Who made a call: the rank in its communicator and, for a communicator split from a team, the
+// rank in the team too, since "rank 0" of a sub-communicator is some other rank of the program.
+struct RankName {
+  int rank;
+  int team_rank = -1;  // -1: the same as rank (or no team)
+  RankName(int rank_in_comm) : rank(rank_in_comm) {}  // NOLINT: implicit, ranks are plain ints
+  RankName(int rank_in_comm, int rank_in_team) : rank(rank_in_comm), team_rank(rank_in_team) {}
+};
+
+inline std::ostream& operator<<(std::ostream& out, const RankName& name) {
+  out << name.rank;
+  if (name.team_rank >= 0) out << " (team rank " << name.team_rank << ")";
+  return out;
+}
+
+// Builds "chorus::<call> on rank <r>: <details...>" so every message has the same shape; a rank of
+// a split communicator reads "rank 0 (team rank 3)".
 template <class... Parts>
-Error make_error(ErrorCode code, const char* call, int rank, const Parts&... details) {
+Error make_error(ErrorCode code, const char* call, RankName rank, const Parts&... details) {
   return Error(code, detail::concat("chorus::", call, " on rank ", rank, ": ", details...));
 }
 

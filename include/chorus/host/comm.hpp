@@ -131,6 +131,7 @@ class Comm {
   Comm(std::shared_ptr<detail::SharedState> state, int rank)
       : state_(std::move(state)), rank_(rank), me_(std::make_unique<detail::RankState>(state_->size())) {}
 
+  long timeout_for(const char* call) const;
   // A call with no steps: publish the descriptor, wait until every peer has published a matching one.
   void synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms);
   void point_to_point(bool sending, const void* send_data, void* recv_data, std::size_t count, DataType type,

@@ -60,15 +60,16 @@ CHORUS_FUNC void Comm::point_to_point(bool sending, const void* send_data, void*
   const char* name = sending ? "send" : "recv";
   const void* data = sending ? send_data : recv_data;
   runtime::check_comm(name, state_ != nullptr);
-  runtime::check_type(name, rank_, type);
-  runtime::check_peer(name, rank_, peer, state_->size());
-  runtime::check_buffer(name, rank_, data, count, "data");
+  const RankName me = state_->name(rank_);
+  runtime::check_type(name, me, type);
+  runtime::check_peer(name, me, peer, state_->size());
+  runtime::check_buffer(name, me, data, count, "data");
   detail::Message m;
   m.peer = peer;
   m.type = type;
   m.count = count;
-  m.bytes = runtime::checked_bytes(name, rank_, count, 1, size_of(type));
-  const detail::PeerWaiter waiter(*state_, name, rank_, env::timeout_ms());
+  m.bytes = runtime::checked_bytes(name, me, count, 1, size_of(type));
+  const detail::PeerWaiter waiter(*state_, name, rank_, timeout_for(name));
   if (sending) {
     detail::send_message(*state_, waiter, m, send_data);
   } else {
@@ -76,16 +77,25 @@ CHORUS_FUNC void Comm::point_to_point(bool sending, const void* send_data, void*
   }
 }
 
+// CHORUS_TIMEOUT_MS, read at each call; a malformed value fails the call like a bad argument.
+CHORUS_FUNC long Comm::timeout_for(const char* call) const {
+  try {
+    return env::timeout_ms();
+  } catch (const Error& e) {
+    throw make_error(ErrorCode::invalid_argument, call, state_->name(rank_), e.what());
+  }
+}
+
 CHORUS_FUNC void Comm::barrier() {
   runtime::check_comm("barrier", state_ != nullptr);
   runtime::CallDescriptor call;
   call.kind = runtime::CallKind::barrier;
-  synchronise("barrier", call, env::timeout_ms());
+  synchronise("barrier", call, timeout_for("barrier"));
 }
 
 CHORUS_FUNC Comm Comm::split(int color, int key) {
   runtime::check_comm("split", state_ != nullptr);
-  const long timeout_ms = env::timeout_ms();
+  const long timeout_ms = timeout_for("split");
   const int n = state_->size();
   runtime::CallDescriptor call;
   call.kind = runtime::CallKind::split;
@@ -149,7 +159,7 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args) {
   const char* name = traits(args.collective).name;
   runtime::check_comm(name, state_ != nullptr);
   const int n = state_->size();
-  runtime::CheckedCall checked = runtime::check_collective(args, rank_, n);
+  runtime::CheckedCall checked = runtime::check_collective(args, state_->name(rank_), n);
   runtime::CallDescriptor& call = checked.descriptor;
   call.pattern = args.algorithm != Algorithm::automatic
                      ? algo::pattern_for(args.algorithm)
@@ -162,7 +172,7 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args) {
   const runtime::StepMath math{checked.element_size, ops, call.op};
   const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
                                  checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
-  detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, env::timeout_ms());
+  detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, timeout_for(name));
   transport.begin();
   try {
     runtime::interpret(name, rank_, schedule, buffers, math, transport);

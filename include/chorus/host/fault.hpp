@@ -65,7 +65,7 @@ class Fault {
 
   // The error a released rank throws. Ranks caught up in a mismatch or a timeout get that code
   // (the whole call failed that way); any other failure is a peer failure.
-  Released released(const char* call, int rank, const char* rank_kind) const {
+  Released released(const char* call, RankName rank, const char* rank_kind) const {
     std::lock_guard<std::mutex> lock(mutex_);
     const ErrorCode code =
         code_ == ErrorCode::mismatch || code_ == ErrorCode::timeout ? code_ : ErrorCode::peer_failed;

@@ -27,7 +27,7 @@ class PeerWaiter {
 
   // The error of a rank released by another's failure.
   Released released() const {
-    return state_.fault().released(call_, rank_, state_.is_team() ? "rank " : "team rank ");
+    return state_.fault().released(call_, state_.name(rank_), state_.is_team() ? "rank " : "team rank ");
   }
   void throw_if_aborted() const {
     if (state_.fault().aborted()) throw released();
@@ -35,7 +35,7 @@ class PeerWaiter {
 
   // Fails the call on this rank and releases every other rank of the team with the same code.
   [[noreturn]] void fail(ErrorCode code, const std::string& what) const {
-    Error error = make_error(code, call_, rank_, what);
+    Error error = make_error(code, call_, state_.name(rank_), what);
     state_.fault().abort(state_.team_rank(rank_), code, error.what());
     throw error;
   }

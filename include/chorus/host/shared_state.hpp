@@ -104,6 +104,8 @@ class SharedState {
   int team_size() const { return fault_->size(); }
   bool is_team() const { return is_team_; }
   int team_rank(int rank) const { return team_ranks_[static_cast<std::size_t>(rank)]; }
+  // How errors name `rank`: with its team rank too when this communicator was split from the team.
+  RankName name(int rank) const { return is_team_ ? RankName(rank) : RankName(rank, team_rank(rank)); }
   Fault& fault() const { return *fault_; }
   const std::shared_ptr<Fault>& fault_ptr() const { return fault_; }
 

@@ -9,11 +9,13 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "comm.hpp"
 #include "fault.hpp"
@@ -23,14 +25,38 @@ namespace chorus::host {
 
 class Team {
  public:
+  // Ranks are threads and every pair shares a few words, so a team is bounded: kMaxSize ranks
+  // (about 140 MB of per-pair state; tested on 2 cores).
+  static constexpr int kMaxSize = 4096;
+
   explicit Team(int size) : size_(checked_size(size)), running_(std::make_unique<std::atomic<bool>>(false)) {
-    std::vector<int> team_ranks;
-    for (int r = 0; r < size_; ++r) team_ranks.push_back(r);
-    fault_ = std::make_shared<detail::Fault>(size_);
-    world_ = std::make_shared<detail::SharedState>(fault_, std::move(team_ranks), true);
+    try {
+      std::vector<int> team_ranks;
+      for (int r = 0; r < size_; ++r) team_ranks.push_back(r);
+      fault_ = std::make_shared<detail::Fault>(size_);
+      world_ = std::make_shared<detail::SharedState>(fault_, std::move(team_ranks), true);
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::unsupported,
+                  chorus::detail::concat("chorus::host::Team: not enough memory for a team of ", size_, " ranks"));
+    }
   }
-  Team(Team&&) noexcept = default;
-  Team& operator=(Team&&) noexcept = default;
+  // Moving a team that is running would pull its state from under its rank threads: refused.
+  Team(Team&& other) : size_(other.size_) {
+    other.refuse_if_running("move");
+    running_ = std::move(other.running_);
+    fault_ = std::move(other.fault_);
+    world_ = std::move(other.world_);
+  }
+  Team& operator=(Team&& other) {
+    if (this == &other) return *this;
+    refuse_if_running("move-assign to");
+    other.refuse_if_running("move");
+    size_ = other.size_;
+    running_ = std::move(other.running_);
+    fault_ = std::move(other.fault_);
+    world_ = std::move(other.world_);
+    return *this;
+  }
   Team(const Team&) = delete;
   Team& operator=(const Team&) = delete;
   ~Team() = default;
@@ -41,9 +67,7 @@ class Team {
   // topo::best_ring_order(topology) so ring neighbours sit on the fastest links. Empty restores
   // 0, 1, ..., size-1. Not while running; split communicators keep their own rank order.
   void set_ring_order(std::vector<int> order) {
-    if (running_->load()) {
-      throw Error(ErrorCode::invalid_argument, "chorus::host::Team::set_ring_order: the team is running");
-    }
+    refuse_if_running("set_ring_order");
     if (!order.empty()) {
       std::vector<char> seen(static_cast<std::size_t>(size_), 0);
       if (order.size() != seen.size()) {
@@ -67,6 +91,7 @@ class Team {
 
   template <class Fn>
   void run(Fn&& fn) {
+    if (!running_) throw Error(ErrorCode::invalid_argument, "chorus::host::Team::run: this team was moved from");
     bool idle = false;
     if (!running_->compare_exchange_strong(idle, true)) {
       throw Error(ErrorCode::invalid_argument, "chorus::host::Team::run: this team is already running");
@@ -75,6 +100,11 @@ class Team {
       std::atomic<bool>& running;
       ~Done() { running.store(false); }
     } done{*running_};
+    try {
+      env::log_level();  // a typo in CHORUS_LOG must not go unnoticed in programs that never log
+    } catch (const Error& e) {
+      throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::host::Team::run: ", e.what()));
+    }
     fault_->reset();
     world_->reset();
 
@@ -103,11 +133,13 @@ class Team {
     threads.reserve(n);
     try {
       for (int rank = 0; rank < size_; ++rank) threads.emplace_back(body, rank);
-    } catch (...) {  // could not start every thread: release the ones that run, then report
-      fault_->abort(static_cast<int>(threads.size()), ErrorCode::peer_failed, "its thread could not be started");
-      for (int rank = static_cast<int>(threads.size()); rank < size_; ++rank) fault_->mark_exited(rank);
+    } catch (const std::exception& e) {  // could not start every thread: release the ones that run, then report
+      const int rank = static_cast<int>(threads.size());
+      fault_->abort(rank, ErrorCode::peer_failed, "its thread could not be started");
+      for (int r = rank; r < size_; ++r) fault_->mark_exited(r);
       for (std::thread& thread : threads) thread.join();
-      throw;
+      throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::host::Team::run: could not start the thread "
+                                                                 "of rank ", rank, " of ", size_, ": ", e.what()));
     }
     for (std::thread& thread : threads) thread.join();
 
@@ -127,11 +159,18 @@ class Team {
 
  private:
   static int checked_size(int size) {
-    if (size < 1) {
-      throw Error(ErrorCode::invalid_argument,
-                  chorus::detail::concat("chorus::host::Team: size must be at least 1, got ", size));
+    if (size < 1 || size > kMaxSize) {
+      throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::host::Team: size must be 1 to ",
+                                                                      kMaxSize, ", got ", size));
     }
     return size;
+  }
+
+  void refuse_if_running(const char* what) const {
+    if (running_ && running_->load()) {
+      throw Error(ErrorCode::invalid_argument,
+                  chorus::detail::concat("chorus::host::Team: cannot ", what, " a team while it is running"));
+    }
   }
 
   int size_;

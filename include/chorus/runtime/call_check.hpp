@@ -39,7 +39,8 @@ struct CheckedCall {
   bool buffers_alias = false;
 };
 
-inline CheckedCall check_collective(const CollectiveArgs& args, int rank, int ranks) {
+// `rank` names the caller in errors; its .rank is the rank in this communicator.
+inline CheckedCall check_collective(const CollectiveArgs& args, RankName rank, int ranks) {
   const Collective c = args.collective;
   const CollectiveTraits& facts = traits(c);
   const char* name = facts.name;
@@ -50,7 +51,7 @@ inline CheckedCall check_collective(const CollectiveArgs& args, int rank, int ra
 
   CheckedCall checked;
   checked.element_size = size_of(args.type);
-  const bool is_root = facts.rooted && rank == args.root;
+  const bool is_root = facts.rooted && rank.rank == args.root;
   const auto n = static_cast<std::size_t>(ranks);
   const std::size_t send_bytes =
       checked_bytes(name, rank, args.count, facts.send_per_rank ? n : 1, checked.element_size);
@@ -61,7 +62,7 @@ inline CheckedCall check_collective(const CollectiveArgs& args, int rank, int ra
   if (checked.uses_send) check_buffer(name, rank, args.send, args.count, "send");
   if (checked.uses_recv) check_buffer(name, rank, args.recv, args.count, "recv");
   if (args.count > 0 && checked.uses_send && checked.uses_recv) {
-    checked.buffers_alias = is_in_place(c, args.send, args.recv, rank, args.count, checked.element_size);
+    checked.buffers_alias = is_in_place(c, args.send, args.recv, rank.rank, args.count, checked.element_size);
     check_overlap(name, rank, args.send, send_bytes, args.recv, recv_bytes, checked.buffers_alias);
   }
 
