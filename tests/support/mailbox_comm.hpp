@@ -6,6 +6,7 @@
 // propagation beyond a bounded wait: it is a fake, not a backend.
 #pragma once
 
+#include <chorus/algo/build.hpp>
 #include <chorus/core/communicator.hpp>
 #include <chorus/runtime/call_check.hpp>
 #include <chorus/runtime/element_ops.hpp>

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -38,7 +39,10 @@ inline std::vector<int> binomial_children(int v, int n) {
 
 // The root copies each slice into its output and sends it; the others receive into output and
 // forward. Sends do not wait, so their order only decides which child may start first.
-inline Schedule binomial_broadcast(int ranks, std::size_t count, int root, const Options& options = {}) {
+CHORUS_FUNC Schedule binomial_broadcast(int ranks, std::size_t count, int root, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule binomial_broadcast(int ranks, std::size_t count, int root, const Options& options) {
   Schedule schedule =
       make_schedule("binomial_broadcast", Collective::broadcast, Pattern::binomial, ranks, count, root, options);
   const int n = ranks;
@@ -61,11 +65,15 @@ inline Schedule binomial_broadcast(int ranks, std::size_t count, int root, const
   link(schedule);
   return schedule;
 }
+#endif
 
 // Each rank folds its children's partials, farthest child first (it heads the smallest subtree,
 // so its partial is ready first; nearest-first would put the rounds of every subtree in series), into its
 // own input, in scratch on non-roots and in output on the root, and sends the result up.
-inline Schedule binomial_reduce(int ranks, std::size_t count, int root, const Options& options = {}) {
+CHORUS_FUNC Schedule binomial_reduce(int ranks, std::size_t count, int root, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule binomial_reduce(int ranks, std::size_t count, int root, const Options& options) {
   Schedule schedule =
       make_schedule("binomial_reduce", Collective::reduce, Pattern::binomial, ranks, count, root, options);
   const int n = ranks;
@@ -92,5 +100,6 @@ inline Schedule binomial_reduce(int ranks, std::size_t count, int root, const Op
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/algorithm.hpp"
 #include "../core/error.hpp"
 #include "binomial.hpp"
@@ -34,8 +35,12 @@ inline Pattern pattern_for(Algorithm algorithm) {
 }
 
 // `root` matters to broadcast and reduce only; `count` is as passed to the collective call.
-inline Schedule build(Collective collective, Pattern pattern, int ranks, std::size_t count, int root,
-                      const Options& options = {}) {
+CHORUS_FUNC Schedule build(Collective collective, Pattern pattern, int ranks, std::size_t count, int root,
+                      const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule build(Collective collective, Pattern pattern, int ranks, std::size_t count, int root,
+                      const Options& options) {
   if (!supports(collective, pattern)) {
     throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::algo::build: ", to_string(collective),
                                                        " has no ", to_string(pattern), " schedule"));
@@ -65,5 +70,6 @@ inline Schedule build(Collective collective, Pattern pattern, int ranks, std::si
   }
   throw Error(ErrorCode::internal, "chorus::algo::build: unknown collective");
 }
+#endif
 
 }  // namespace chorus::algo

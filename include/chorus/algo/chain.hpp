@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -13,7 +14,10 @@ namespace chorus::algo {
 
 // The root copies each slice to its output and sends it on; every other rank receives it into
 // its output and forwards it from there (non-roots never read their input).
-inline Schedule chain_broadcast(int ranks, std::size_t count, int root, const Options& options = {}) {
+CHORUS_FUNC Schedule chain_broadcast(int ranks, std::size_t count, int root, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule chain_broadcast(int ranks, std::size_t count, int root, const Options& options) {
   Schedule schedule =
       make_schedule("chain_broadcast", Collective::broadcast, Pattern::chain, ranks, count, root, options);
   const Ring ring("chain_broadcast", ranks, options.ring_order);
@@ -37,10 +41,14 @@ inline Schedule chain_broadcast(int ranks, std::size_t count, int root, const Op
   link(schedule);
   return schedule;
 }
+#endif
 
 // Partial sums flow from the far end of the chain back to the root. Non-roots keep them in
 // scratch (they never write their output); the root adds the last partial to its own input.
-inline Schedule chain_reduce(int ranks, std::size_t count, int root, const Options& options = {}) {
+CHORUS_FUNC Schedule chain_reduce(int ranks, std::size_t count, int root, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule chain_reduce(int ranks, std::size_t count, int root, const Options& options) {
   Schedule schedule = make_schedule("chain_reduce", Collective::reduce, Pattern::chain, ranks, count, root, options);
   const Ring ring("chain_reduce", ranks, options.ring_order);
   const int n = ranks;
@@ -69,5 +77,6 @@ inline Schedule chain_reduce(int ranks, std::size_t count, int root, const Optio
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -14,7 +15,10 @@ namespace chorus::algo {
 // Rank r reads block r of every peer's input and folds them in rank order into its output. In
 // place, the output is this rank's own input block, so (except on rank 0, which reads its own
 // block first) the block is copied to scratch before the fold overwrites it.
-inline Schedule direct_reduce_scatter(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule direct_reduce_scatter(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule direct_reduce_scatter(int ranks, std::size_t count, const Options& options) {
   Schedule schedule = make_schedule("direct_reduce_scatter", Collective::reduce_scatter, Pattern::direct, ranks,
                                     count, 0, options);
   const int n = ranks;
@@ -40,9 +44,13 @@ inline Schedule direct_reduce_scatter(int ranks, std::size_t count, const Option
   link(schedule);
   return schedule;
 }
+#endif
 
 // Rank r copies its input to output block r and reads every peer's input into their blocks.
-inline Schedule direct_all_gather(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule direct_all_gather(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule direct_all_gather(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("direct_all_gather", Collective::all_gather, Pattern::direct, ranks, count, 0, options);
   const int n = ranks;
@@ -63,5 +71,6 @@ inline Schedule direct_all_gather(int ranks, std::size_t count, const Options& o
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

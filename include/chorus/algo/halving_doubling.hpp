@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -33,7 +34,10 @@ CHORUS_HOST_DEVICE constexpr int hd_real_rank(int virtual_rank, int extra) {
 // Partial sums stay in the output range they finish in and every exchange reads straight out of
 // the partner's buffer, so no scratch is needed: a range a rank gives away is never written again
 // until the all-gather returns it (after the partner has read it).
-inline Schedule halving_doubling_all_reduce(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule halving_doubling_all_reduce(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule halving_doubling_all_reduce(int ranks, std::size_t count, const Options& options) {
   Schedule schedule = make_schedule("halving_doubling_all_reduce", Collective::all_reduce,
                                     Pattern::halving_doubling, ranks, count, 0, options);
   const int n = ranks;
@@ -93,5 +97,6 @@ inline Schedule halving_doubling_all_reduce(int ranks, std::size_t count, const 
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -13,7 +14,10 @@ namespace chorus::algo {
 
 // In place, peers read this rank's input while it is writing the result over it; so the input is
 // first copied to scratch and peers read that copy instead.
-inline Schedule one_shot_all_reduce(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule one_shot_all_reduce(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule one_shot_all_reduce(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("one_shot_all_reduce", Collective::all_reduce, Pattern::one_shot, ranks, count, 0, options);
   const int n = ranks;
@@ -36,5 +40,6 @@ inline Schedule one_shot_all_reduce(int ranks, std::size_t count, const Options&
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

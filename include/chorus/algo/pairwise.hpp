@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -17,7 +18,10 @@ CHORUS_HOST_DEVICE constexpr int pairwise_partner(int rank, int step, int n) { r
 // overwrite it before q has read it, and q is waiting the same way, so the outgoing block is
 // first copied to scratch. Two scratch blocks alternate so one step's copy need not wait for the
 // previous partner to finish reading.
-inline Schedule pairwise_all_to_all(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule pairwise_all_to_all(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule pairwise_all_to_all(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("pairwise_all_to_all", Collective::all_to_all, Pattern::pairwise, ranks, count, 0, options);
   const int n = ranks;
@@ -53,5 +57,6 @@ inline Schedule pairwise_all_to_all(int ranks, std::size_t count, const Options&
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

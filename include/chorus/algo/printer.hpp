@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "schedule.hpp"
 
 namespace chorus::algo {
@@ -18,7 +19,10 @@ inline std::string range_text(Span span, std::size_t count) {
 }
 
 // One step as "sources -> destination", e.g. "recv+reduce in[0,2) + rank 1 -> out[0,2)".
-inline std::string describe(const Step& step) {
+CHORUS_FUNC std::string describe(const Step& step);
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC std::string describe(const Step& step) {
   const std::string src = range_text(step.src, step.count);
   const std::string dst = range_text(step.dst, step.count);
   const std::string peer = chorus::detail::concat("rank ", step.peer);
@@ -31,9 +35,13 @@ inline std::string describe(const Step& step) {
   }
   return chorus::detail::concat("invalid op ", static_cast<int>(step.op));
 }
+#endif
 
 // "all_reduce ring, 4 ranks, count 8[, root 0][, in place][, scratch 2]".
-inline std::string summary(const Schedule& schedule) {
+CHORUS_FUNC std::string summary(const Schedule& schedule);
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC std::string summary(const Schedule& schedule) {
   std::string line = chorus::detail::concat(to_string(schedule.collective), " ", to_string(schedule.pattern), ", ",
                                     schedule.ranks, schedule.ranks == 1 ? " rank" : " ranks", ", count ",
                                     schedule.count);
@@ -44,10 +52,14 @@ inline std::string summary(const Schedule& schedule) {
   if (schedule.scratch_count != 0) line += chorus::detail::concat(", scratch ", schedule.scratch_count);
   return line;
 }
+#endif
 
 // The summary line, then one row per step (rank by rank, in execution order) with the columns
 // rank, step, op, peer, src, dst, count. Ranges a step does not use print as "-".
-inline std::string to_table(const Schedule& schedule) {
+CHORUS_FUNC std::string to_table(const Schedule& schedule);
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC std::string to_table(const Schedule& schedule) {
   constexpr std::size_t kColumns = 7;
   using Row = std::array<std::string, kColumns>;
   // Numbers read best right-aligned, words and ranges left-aligned.
@@ -83,5 +95,6 @@ inline std::string to_table(const Schedule& schedule) {
   }
   return text;
 }
+#endif
 
 }  // namespace chorus::algo

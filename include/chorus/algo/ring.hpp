@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -33,7 +34,10 @@ CHORUS_HOST_DEVICE constexpr int ring_gather_recv_chunk(int position, int step, 
 
 // Zero-copy form: partial sums live in the output chunk they will finish in, and each rank sends
 // straight out of its input or output, so no scratch is needed.
-inline Schedule ring_all_reduce(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule ring_all_reduce(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule ring_all_reduce(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("ring_all_reduce", Collective::all_reduce, Pattern::ring, ranks, count, 0, options);
   const Ring ring("ring_all_reduce", ranks, options.ring_order);
@@ -69,12 +73,16 @@ inline Schedule ring_all_reduce(int ranks, std::size_t count, const Options& opt
   link(schedule);
   return schedule;
 }
+#endif
 
 // Block b of the input (count elements at b*count) is reduced into rank b's output. The block
 // owned by position q starts at position q+1 and travels once round the ring. Partial sums
 // alternate between two scratch blocks so a rank can write the next partial while its neighbour
 // still reads the previous one.
-inline Schedule ring_reduce_scatter(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule ring_reduce_scatter(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule ring_reduce_scatter(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("ring_reduce_scatter", Collective::reduce_scatter, Pattern::ring, ranks, count, 0, options);
   const Ring ring("ring_reduce_scatter", ranks, options.ring_order);
@@ -109,9 +117,13 @@ inline Schedule ring_reduce_scatter(int ranks, std::size_t count, const Options&
   link(schedule);
   return schedule;
 }
+#endif
 
 // Every block travels once round the ring, forwarded straight out of the output.
-inline Schedule ring_all_gather(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule ring_all_gather(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule ring_all_gather(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("ring_all_gather", Collective::all_gather, Pattern::ring, ranks, count, 0, options);
   const Ring ring("ring_all_gather", ranks, options.ring_order);
@@ -138,5 +150,6 @@ inline Schedule ring_all_gather(int ranks, std::size_t count, const Options& opt
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
 #include "../core/error.hpp"
@@ -129,7 +130,10 @@ struct Schedule {
 
 // Fills Step::match by pairing the k-th send from p to q with the k-th recv at q from p.
 // Throws chorus::Error (code internal) if the pairs do not line up: a generator bug.
-inline void link(Schedule& schedule) {
+CHORUS_FUNC void link(Schedule& schedule);
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC void link(Schedule& schedule) {
   const int n = schedule.ranks;
   if (n < 1 || schedule.steps.size() != static_cast<std::size_t>(n)) {
     throw Error(ErrorCode::internal, chorus::detail::concat("chorus::algo::link: schedule for ", n, " ranks has ",
@@ -185,5 +189,6 @@ inline void link(Schedule& schedule) {
     }
   }
 }
+#endif
 
 }  // namespace chorus::algo

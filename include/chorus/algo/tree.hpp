@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
@@ -74,7 +75,10 @@ CHORUS_HOST_DEVICE constexpr int tree_depth(int tree, int rank, int n) {
 // input (output = (input + child 0) + child 1) and sends that up. Broadcast down: receive the
 // result from the parent, pass it to the children. Each element is reduced by one expression
 // (at its tree's root) and then copied, so every rank ends with the same bits.
-inline Schedule tree_all_reduce(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule tree_all_reduce(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule tree_all_reduce(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("tree_all_reduce", Collective::all_reduce, Pattern::tree, ranks, count, 0, options);
   const int n = ranks;
@@ -129,5 +133,6 @@ inline Schedule tree_all_reduce(int ranks, std::size_t count, const Options& opt
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

@@ -6,13 +6,17 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 #include "steps.hpp"
 
 namespace chorus::algo {
 
-inline Schedule two_shot_all_reduce(int ranks, std::size_t count, const Options& options = {}) {
+CHORUS_FUNC Schedule two_shot_all_reduce(int ranks, std::size_t count, const Options& options = {});
+
+#if CHORUS_DEFINE_BODIES
+CHORUS_FUNC Schedule two_shot_all_reduce(int ranks, std::size_t count, const Options& options) {
   Schedule schedule =
       make_schedule("two_shot_all_reduce", Collective::all_reduce, Pattern::two_shot, ranks, count, 0, options);
   const int n = ranks;
@@ -49,5 +53,6 @@ inline Schedule two_shot_all_reduce(int ranks, std::size_t count, const Options&
   link(schedule);
   return schedule;
 }
+#endif
 
 }  // namespace chorus::algo

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "printer.hpp"
+#include "../core/config.hpp"
 #include "schedule.hpp"
 
 namespace chorus::algo {
@@ -32,6 +33,13 @@ struct Verdict {
   std::size_t elements_sent = 0;   // sum of count over all send steps, for cost checks
 };
 
+// Proves the schedule correct for its collective, or explains the first problem found. Never
+// throws for a malformed schedule: every defect becomes Verdict::problem.
+CHORUS_FUNC Verdict verify(const Schedule& schedule);
+
+#if CHORUS_DEFINE_BODIES
+// The simulation behind verify(): compiled in each translation unit header-only, once in libchorus in
+// compiled mode (core/config.hpp).
 namespace verify_detail {
 
 using chorus::detail::concat;
@@ -559,9 +567,7 @@ inline std::string verify_or_explain(const Schedule& schedule, std::size_t& elem
 
 }  // namespace verify_detail
 
-// Proves the schedule correct for its collective, or explains the first problem found. Never
-// throws for a malformed schedule: every defect becomes Verdict::problem.
-inline Verdict verify(const Schedule& schedule) {
+CHORUS_FUNC Verdict verify(const Schedule& schedule) {
   Verdict verdict;
   try {
     verdict.problem = verify_detail::verify_or_explain(schedule, verdict.elements_sent);
@@ -571,5 +577,6 @@ inline Verdict verify(const Schedule& schedule) {
   verdict.ok = verdict.problem.empty();
   return verdict;
 }
+#endif
 
 }  // namespace chorus::algo

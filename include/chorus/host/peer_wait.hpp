@@ -60,7 +60,8 @@ class PeerWaiter {
           if (mark.grace()) return timeout_ms_;
           fail(ErrorCode::timeout,
                chorus::detail::concat("timed out after ", mark.waited_ms(timeout_ms_), " ms ", describe()));
-        });
+        },
+        state_.max_sleep());
   }
 
  private:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -95,12 +96,14 @@ class SharedState {
         is_team_(is_team),
         slots_(new RankSlot[team_ranks_.size()]),
         acks_(new std::atomic<std::uint64_t>[team_ranks_.size() * team_ranks_.size()]()),  // zeroed
-        yields_(WaitPolicy::yields(fault_->size())) {}
+        yields_(WaitPolicy::yields(fault_->size())),
+        max_sleep_(WaitPolicy::max_sleep(fault_->size())) {}
 
   int size() const { return size_; }
   // Waits yield this often before sleeping; set by the team's thread count, not this
   // communicator's size, since every rank thread of the team competes for the cores.
   int yields() const { return yields_; }
+  std::chrono::microseconds max_sleep() const { return max_sleep_; }
   int team_size() const { return fault_->size(); }
   bool is_team() const { return is_team_; }
   int team_rank(int rank) const { return team_ranks_[static_cast<std::size_t>(rank)]; }
@@ -196,6 +199,7 @@ class SharedState {
   mutable std::unique_ptr<Channel[]> channels_;
   mutable runtime::ScheduleStore schedules_;
   int yields_;
+  std::chrono::microseconds max_sleep_;
 };
 
 // Publishes, while a wait is slow, whom this rank waits for; see SharedState::waits_elsewhere.

@@ -33,14 +33,32 @@ struct WaitPolicy {
   static constexpr std::chrono::microseconds kMaxSleep{250};
 
   static int yields(int ranks) {
-    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    return static_cast<unsigned>(ranks) <= cores ? kYieldsAlone : kYieldsCrowded;
+    return static_cast<unsigned>(ranks) <= cores() ? kYieldsAlone : kYieldsCrowded;
+  }
+
+  // The longest sleep between polls. Every sleeping rank thread wakes, polls and sleeps again, and
+  // each such round costs the cores a few microseconds; with thousands of rank threads on a few
+  // cores, 250 us sleeps would spend all the cores on polling and starve the thread that has work
+  // (4096 ranks on 2 cores timed out). So the longest sleep grows with threads per core, keeping
+  // the polling of all sleepers at roughly 40,000 rounds per second per core (~20% of a core):
+  // 250 us up to 10 ranks per core, 51 ms at 2048 per core. A sleeper notices progress that much
+  // later, which only teams far beyond the core count ever see.
+  static std::chrono::microseconds max_sleep(int ranks) {
+    const auto per_core = static_cast<long long>(ranks) / static_cast<long long>(cores());
+    return std::chrono::microseconds(std::clamp<long long>(per_core * 25, kMaxSleep.count(), 200000));
+  }
+
+  static unsigned cores() {
+    static const unsigned count = std::max(1u, std::thread::hardware_concurrency());
+    return count;
   }
 };
 
-// `yields`: how many rounds to yield before sleeping (WaitPolicy::yields(team size)).
+// `yields`: how many rounds to yield before sleeping (WaitPolicy::yields(team size)); `max_sleep`:
+// the longest sleep between polls (WaitPolicy::max_sleep(team size)).
 template <class Ready, class Poll, class OnTimeout>
-void wait_until(long timeout_ms, int yields, Ready&& ready, Poll&& poll, OnTimeout&& on_timeout) {
+void wait_until(long timeout_ms, int yields, Ready&& ready, Poll&& poll, OnTimeout&& on_timeout,
+                std::chrono::microseconds max_sleep = WaitPolicy::kMaxSleep) {
   if (ready()) return;
   using Clock = std::chrono::steady_clock;
   Clock::time_point deadline{};
@@ -64,7 +82,7 @@ void wait_until(long timeout_ms, int yields, Ready&& ready, Poll&& poll, OnTimeo
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, WaitPolicy::kMaxSleep);
+      sleep = std::min(sleep * 2, max_sleep);
     }
   }
 }

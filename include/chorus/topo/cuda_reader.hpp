@@ -2,6 +2,7 @@
 // their P2P performance rank and whether native atomics work across the link. Only a CUDA build
 // (CHORUS_HAS_CUDA) with the runtime headers gets this; everywhere else the header is empty, so
 // the CPU tier never needs CUDA. Include it from the cuda tier or a tool built with CUDA.
+// Header-only in compiled mode too (plain `inline`, not CHORUS_FUNC): libchorus is built without CUDA.
 #pragma once
 
 #include "../core/config.hpp"
