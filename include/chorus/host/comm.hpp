@@ -31,6 +31,7 @@
 #include "../core/config.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/call_descriptor.hpp"
+#include "../runtime/element_ops.hpp"
 #include "rank_state.hpp"
 #include "shared_state.hpp"
 
@@ -64,30 +65,30 @@ class Comm {
   // Typed collectives: the DataType comes from T.
   template <class T>
   void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    all_reduce(send, recv, count, data_type_v<T>, op, algorithm);
+    typed<T>({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm});
   }
   template <class T>
   void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root,
                  Algorithm algorithm = Algorithm::automatic) {
-    broadcast(send, recv, count, data_type_v<T>, root, algorithm);
+    typed<T>({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
   }
   template <class T>
   void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
               Algorithm algorithm = Algorithm::automatic) {
-    reduce(send, recv, count, data_type_v<T>, op, root, algorithm);
+    typed<T>({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm});
   }
   template <class T>
   void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
-    all_gather(send, recv, send_count, data_type_v<T>, algorithm);
+    typed<T>({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
   }
   template <class T>
   void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op,
                       Algorithm algorithm = Algorithm::automatic) {
-    reduce_scatter(send, recv, recv_count, data_type_v<T>, op, algorithm);
+    typed<T>({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm});
   }
   template <class T>
   void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
-    all_to_all(send, recv, count_per_peer, data_type_v<T>, algorithm);
+    typed<T>({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
   }
   template <class T>
   void send(const T* data, std::size_t count, int peer) {
@@ -136,7 +137,18 @@ class Comm {
   void synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms);
   void point_to_point(bool sending, const void* send_data, void* recv_data, std::size_t count, DataType type,
                       int peer);
-  void collective(const runtime::CollectiveArgs& args);
+  // Typed calls, header-only: only T's element functions are compiled into the caller's translation
+  // unit (the type-erased entry would compile all ten types'). Compiled mode: libchorus has them all.
+  template <class T>
+  void typed(const runtime::CollectiveArgs& args) {
+#if defined(CHORUS_COMPILED_LIB)
+    erased(args);
+#else
+    collective(args, runtime::element_ops<T>());
+#endif
+  }
+  void erased(const runtime::CollectiveArgs& args);
+  void collective(const runtime::CollectiveArgs& args, const runtime::ElementOps* ops);
 
   std::shared_ptr<detail::SharedState> state_;
   int rank_ = -1;

@@ -25,27 +25,27 @@ namespace chorus::host {
 
 CHORUS_FUNC void Comm::all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                                   Algorithm algorithm) {
-  collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
+  erased({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
 }
 CHORUS_FUNC void Comm::broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
                                  Algorithm algorithm) {
-  collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
+  erased({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
 }
 CHORUS_FUNC void Comm::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                               Algorithm algorithm) {
-  collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
+  erased({Collective::reduce, type, send, recv, count, op, root, algorithm});
 }
 CHORUS_FUNC void Comm::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
                                   Algorithm algorithm) {
-  collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  erased({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
 }
 CHORUS_FUNC void Comm::reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
                                       ReduceOp op, Algorithm algorithm) {
-  collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
+  erased({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
 }
 CHORUS_FUNC void Comm::all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
                                   Algorithm algorithm) {
-  collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  erased({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
 }
 
 CHORUS_FUNC void Comm::send(const void* data, std::size_t count, DataType type, int peer) {
@@ -155,7 +155,12 @@ CHORUS_FUNC void Comm::synchronise(const char* name, const runtime::CallDescript
   transport.finish();
 }
 
-CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args) {
+CHORUS_FUNC void Comm::erased(const runtime::CollectiveArgs& args) {
+  // An invalid type gets some table here and is refused by check_collective before any use.
+  collective(args, runtime::element_ops(args.type));
+}
+
+CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args, const runtime::ElementOps* ops) {
   const char* name = traits(args.collective).name;
   runtime::check_comm(name, state_ != nullptr);
   const int n = state_->size();
@@ -168,7 +173,6 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args) {
   const algo::Schedule& schedule = me_->schedules.get(
       runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules());
 
-  const runtime::ElementOps* ops = runtime::element_ops(args.type);
   const runtime::StepMath math{checked.element_size, ops, call.op};
   const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
                                  checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
