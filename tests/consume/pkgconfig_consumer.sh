@@ -10,6 +10,9 @@ prefix=$(meson introspect "$build_root" --buildoptions | python3 -c \
 pcdir=$(dirname "$(find "$work/stage" -name chorus.pc | head -n1)")
 # The .pc file names the final prefix; point it at the staging copy.
 export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$work/stage
+# libchorus may be shared (-Ddefault_library=shared): let the loader find the staged copy.
+libdir=$(dirname "$(find "$work/stage" -name 'libchorus.*' | head -n1)")
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for package in chorus chorus-lib; do
   flags=$(pkg-config --cflags --libs $package)
   echo "pkg-config $package: $flags (prefix $prefix)"

@@ -16,31 +16,8 @@ using chorus::ReduceOp;
 
 namespace {
 
-// Declarations only: the trait looks at signatures, never calls.
-struct Minimal {
-  int rank() const;
-  int size() const;
-  template <class T> void all_reduce(const T*, T*, std::size_t, ReduceOp, Algorithm = Algorithm::automatic);
-  template <class T> void broadcast(const T*, T*, std::size_t, int);
-  template <class T> void reduce(const T*, T*, std::size_t, ReduceOp, int);
-  template <class T> void all_gather(const T*, T*, std::size_t);
-  template <class T> void reduce_scatter(const T*, T*, std::size_t, ReduceOp);
-  template <class T> void all_to_all(const T*, T*, std::size_t);
-  template <class T> void send(const T*, std::size_t, int);
-  template <class T> void recv(T*, std::size_t, int);
-  void all_reduce(const void*, void*, std::size_t, DataType, ReduceOp, Algorithm = Algorithm::automatic);
-  void broadcast(const void*, void*, std::size_t, DataType, int);
-  void reduce(const void*, void*, std::size_t, DataType, ReduceOp, int);
-  void all_gather(const void*, void*, std::size_t, DataType);
-  void reduce_scatter(const void*, void*, std::size_t, DataType, ReduceOp);
-  void all_to_all(const void*, void*, std::size_t, DataType);
-  void send(const void*, std::size_t, DataType, int);
-  void recv(void*, std::size_t, DataType, int);
-  void barrier();
-  Minimal split(int, int);
-};
-
-// The same, less the type-erased reduce_scatter.
+// Declarations only: the trait looks at signatures, never calls. Everything but the type-erased
+// reduce_scatter.
 struct NoErasedReduceScatter {
   int rank() const;
   int size() const;
@@ -61,6 +38,13 @@ struct NoErasedReduceScatter {
   void recv(void*, std::size_t, DataType, int);
   void barrier();
   NoErasedReduceScatter split(int, int);
+};
+
+// The whole contract: the above plus the missing member (and split returning this type).
+struct Minimal : NoErasedReduceScatter {
+  using NoErasedReduceScatter::reduce_scatter;
+  void reduce_scatter(const void*, void*, std::size_t, DataType, ReduceOp);
+  Minimal split(int, int);
 };
 
 // all_reduce without the optional Algorithm, and split returning the wrong type.

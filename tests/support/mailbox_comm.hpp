@@ -13,6 +13,7 @@
 #include <chorus/runtime/interpreter.hpp>
 #include <chorus/runtime/schedule_cache.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -168,7 +169,8 @@ class Comm {
   void recv(void* data, std::size_t count, chorus::DataType type, int peer) {
     const Bytes message = take(*world_, world_->message_queues[index(peer, rank_)], "recv", rank_, peer);
     if (message.size() != count * chorus::size_of(type)) {
-      throw chorus::make_error(chorus::ErrorCode::mismatch, "recv", rank_, "message of ", message.size(), " bytes");
+      throw chorus::make_error(chorus::ErrorCode::mismatch, "recv", rank_, "expected ", count * chorus::size_of(type),
+                               " bytes from rank ", peer, ", got ", message.size());
     }
     std::copy(message.begin(), message.end(), static_cast<std::byte*>(data));
   }

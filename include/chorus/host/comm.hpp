@@ -39,6 +39,7 @@ namespace chorus::host {
 
 class Team;
 namespace detail {
+struct Message;  // point_to_point.hpp
 // Keeps a parameter out of template argument deduction, so a literal nullptr is accepted where
 // the buffer may be null (broadcast's send, reduce's recv on non-roots) and T comes from the other.
 template <class T>
@@ -135,8 +136,9 @@ class Comm {
   long timeout_for(const char* call) const;
   // A call with no steps: publish the descriptor, wait until every peer has published a matching one.
   void synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms);
-  void point_to_point(bool sending, const void* send_data, void* recv_data, std::size_t count, DataType type,
-                      int peer);
+  // send/recv's argument checks; the message they exchange.
+  detail::Message checked_message(const char* name, const void* data, std::size_t count, DataType type,
+                                  int peer) const;
   // Typed calls, header-only: only T's element functions are compiled into the caller's translation
   // unit (the type-erased entry would compile all ten types'). Compiled mode: libchorus has them all.
   template <class T>

@@ -49,16 +49,16 @@ CHORUS_FUNC void Comm::all_to_all(const void* send, void* recv, std::size_t coun
 }
 
 CHORUS_FUNC void Comm::send(const void* data, std::size_t count, DataType type, int peer) {
-  point_to_point(true, data, nullptr, count, type, peer);
+  const detail::Message m = checked_message("send", data, count, type, peer);
+  detail::send_message(*state_, detail::PeerWaiter(*state_, "send", rank_, timeout_for("send")), m, data);
 }
 CHORUS_FUNC void Comm::recv(void* data, std::size_t count, DataType type, int peer) {
-  point_to_point(false, nullptr, data, count, type, peer);
+  const detail::Message m = checked_message("recv", data, count, type, peer);
+  detail::recv_message(*state_, detail::PeerWaiter(*state_, "recv", rank_, timeout_for("recv")), m, data);
 }
 
-CHORUS_FUNC void Comm::point_to_point(bool sending, const void* send_data, void* recv_data, std::size_t count,
-                                      DataType type, int peer) {
-  const char* name = sending ? "send" : "recv";
-  const void* data = sending ? send_data : recv_data;
+CHORUS_FUNC detail::Message Comm::checked_message(const char* name, const void* data, std::size_t count,
+                                                   DataType type, int peer) const {
   runtime::check_comm(name, state_ != nullptr);
   const RankName me = state_->name(rank_);
   runtime::check_type(name, me, type);
@@ -69,12 +69,7 @@ CHORUS_FUNC void Comm::point_to_point(bool sending, const void* send_data, void*
   m.type = type;
   m.count = count;
   m.bytes = runtime::checked_bytes(name, me, count, 1, size_of(type));
-  const detail::PeerWaiter waiter(*state_, name, rank_, timeout_for(name));
-  if (sending) {
-    detail::send_message(*state_, waiter, m, send_data);
-  } else {
-    detail::recv_message(*state_, waiter, m, recv_data);
-  }
+  return m;
 }
 
 // CHORUS_TIMEOUT_MS, read at each call; a malformed value fails the call like a bad argument.

@@ -33,12 +33,14 @@ class PeerWaiter {
     if (state_.fault().aborted()) throw released();
   }
 
-  // Fails the call on this rank and releases every other rank of the team with the same code.
-  [[noreturn]] void fail(ErrorCode code, const std::string& what) const {
+  // Fails the call on this rank: releases every other rank of the team with the same code and
+  // returns the error to throw (so a caller can publish a last word to its peer first).
+  Error failure(ErrorCode code, const std::string& what) const {
     Error error = make_error(code, call_, state_.name(rank_), what);
     state_.fault().abort(state_.team_rank(rank_), code, error.what());
-    throw error;
+    return error;
   }
+  [[noreturn]] void fail(ErrorCode code, const std::string& what) const { throw failure(code, what); }
 
   // `check()` runs between polls and may throw; `describe()` says what this rank was doing, for
   // the timeout and peer-exit messages ("at step 3 (...), waiting for rank 2 to ...").

@@ -75,16 +75,12 @@ inline void recv_message(const SharedState& state, const PeerWaiter& waiter, con
   if (!matched) {
     // Abort before the sender can see its verdict, so whichever side looks first, the run
     // already failed with `mismatch`.
-    const std::size_t sent_count = channel.count;
-    const DataType sent_type = channel.type;
-    try {
-      waiter.fail(ErrorCode::mismatch, chorus::detail::concat("expected ", m.count, " ", to_string(m.type),
-                                                              " from rank ", m.peer, ", which sent ", sent_count, " ",
-                                                              to_string(sent_type)));
-    } catch (...) {
-      channel.taken.store(k, std::memory_order_release);
-      throw;
-    }
+    const Error error = waiter.failure(
+        ErrorCode::mismatch, chorus::detail::concat("expected ", m.count, " ", to_string(m.type), " from rank ",
+                                                    m.peer, ", which sent ", channel.count, " ",
+                                                    to_string(channel.type)));
+    channel.taken.store(k, std::memory_order_release);
+    throw error;
   }
   channel.taken.store(k, std::memory_order_release);
 }

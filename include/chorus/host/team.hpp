@@ -25,8 +25,9 @@ namespace chorus::host {
 
 class Team {
  public:
-  // Ranks are threads and every pair shares a few words, so a team is bounded: kMaxSize ranks
-  // (about 140 MB of per-pair state; tested on 2 cores).
+  // Ranks are threads and every pair of ranks shares state, so a team is bounded. At kMaxSize that
+  // is 134 MB of acknowledgement counters, and 1 GiB more of point-to-point channels once any rank
+  // calls send or recv; 4096 is also the largest team tested (docs/benchmarks.md).
   static constexpr int kMaxSize = 4096;
 
   explicit Team(int size) : size_(checked_size(size)), running_(std::make_unique<std::atomic<bool>>(false)) {

@@ -39,10 +39,10 @@ struct WaitPolicy {
   // The longest sleep between polls. Every sleeping rank thread wakes, polls and sleeps again, and
   // each such round costs the cores a few microseconds; with thousands of rank threads on a few
   // cores, 250 us sleeps would spend all the cores on polling and starve the thread that has work
-  // (4096 ranks on 2 cores timed out). So the longest sleep grows with threads per core, keeping
-  // the polling of all sleepers at roughly 40,000 rounds per second per core (~20% of a core):
-  // 250 us up to 10 ranks per core, 51 ms at 2048 per core. A sleeper notices progress that much
-  // later, which only teams far beyond the core count ever see.
+  // (4096 ranks on 2 cores timed out). So the longest sleep grows with threads per core: 25 us per
+  // thread on the core, which caps the sleepers' polling at 40,000 rounds per second per core
+  // whatever the team size: 250 us up to 10 ranks per core, 51 ms at 2048 per core. A sleeper
+  // notices progress that much later, which only teams far beyond the core count ever see.
   static std::chrono::microseconds max_sleep(int ranks) {
     const auto per_core = static_cast<long long>(ranks) / static_cast<long long>(cores());
     return std::chrono::microseconds(std::clamp<long long>(per_core * 25, kMaxSleep.count(), 200000));

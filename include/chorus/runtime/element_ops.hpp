@@ -34,7 +34,8 @@ const ElementOps* element_ops() {
   return &ops;
 }
 
-// For the type-erased collectives; `type` must be valid (check_type first).
+// For the type-erased collectives. An invalid `type` gets float's table; check_type refuses it
+// before the table is used.
 inline const ElementOps* element_ops(DataType type) {
   return visit_type(type, [](auto value) { return element_ops<decltype(value)>(); });
 }
