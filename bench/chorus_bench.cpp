@@ -4,7 +4,8 @@
 // 2 on a usage or runtime error.
 //
 // Differences from nccl-tests, each on purpose:
-//   - ranks are threads of this process (--ranks), not MPI processes x -t threads x -g GPUs;
+//   - ranks are threads of this process (--backend host, --ranks), or MPI processes (--backend mpi
+//     or mpi-native, under mpirun), not MPI processes x -t threads x -g GPUs;
 //   - -w defaults to 5 warm-up calls (older nccl-tests' default; current is 1): on a CPU backend
 //     the first calls pay for page faults and waking sleeping threads;
 //   - one binary for every collective (--collective) instead of one binary per collective;
@@ -25,7 +26,10 @@
 #include <vector>
 
 #include <chorus/bench.hpp>
+#include <chorus/bootstrap/launch_env.hpp>
 #include <chorus/host.hpp>
+
+#include "bench_backends.hpp"
 
 namespace {
 
@@ -88,11 +92,7 @@ void poison(T* data, std::size_t count) {
   std::memset(static_cast<void*>(data), 0xA5, count * sizeof(T));
 }
 
-struct RankTimes {
-  std::vector<double> seconds;
-  std::vector<std::size_t> wrong;
-  explicit RankTimes(int ranks) : seconds(ranks, 0.0), wrong(ranks, 0) {}
-};
+using bench_backends::RankTimes;
 
 // Where one placement's pointers lie. `memory` is everything a correct call may overwrite,
 // poisoned before each check.
@@ -105,8 +105,8 @@ struct Placement {
 };
 
 // One placement of one row on one rank: warm up, time, then check `check_iters` times.
-template <class T>
-void measure(chorus::host::Comm& comm, const Config& config, const bench::Check<T>& check, Placement<T> at,
+template <class T, class Comm>
+void measure(Comm& comm, const Config& config, const bench::Check<T>& check, Placement<T> at,
              std::size_t count, ReduceOp op, int root, RankTimes& out) {
   const int rank = comm.rank();
   const auto call = [&] {
@@ -122,13 +122,13 @@ void measure(chorus::host::Comm& comm, const Config& config, const bench::Check<
   }
 }
 
-template <class T>
-bench::Row run_row(chorus::host::Team& team, const Config& config, std::size_t sweep_bytes, ReduceOp op, int root) {
-  const int n = config.ranks;
+template <class T, class Backend>
+bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_bytes, ReduceOp op, int root) {
+  const int n = backend.ranks();
   const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, sizeof(T), n);
   const bench::Check<T> check(config.collective, op, n, root, shape.count);
   RankTimes out_of_place(n), in_place(n);
-  team.run([&](chorus::host::Comm& comm) {
+  backend.run([&](auto& comm) {
     {
       std::vector<T> send(shape.input_count), recv(shape.output_count);
       const Placement<T> apart{send.data(), recv.data(), recv.data(), recv.size()};
@@ -140,13 +140,15 @@ bench::Row run_row(chorus::host::Team& team, const Config& config, std::size_t s
                               buffer.size()};
     measure(comm, config, check, shared, shape.count, op, root, in_place);
   });
+  backend.merge(out_of_place);
+  backend.merge(in_place);
 
   const auto combine = [&](const RankTimes& times) {
     const double slowest = *std::max_element(times.seconds.begin(), times.seconds.end());
     std::optional<std::size_t> wrong;
     if (config.check_iters > 0) {
       wrong = 0;
-      for (std::size_t w : times.wrong) *wrong += w;
+      for (std::uint64_t w : times.wrong) *wrong += static_cast<std::size_t>(w);
     }
     return bench::make_result(config.collective, n, shape.bytes, slowest, wrong);
   };
@@ -161,16 +163,11 @@ bench::Row run_row(chorus::host::Team& team, const Config& config, std::size_t s
   return row;
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
-void print_preamble(const Config& config, const std::vector<std::size_t>& sizes) {
-  std::printf("# chorus-bench %s: %s on the host backend (ranks are threads of one process)\n", CHORUS_VERSION,
-              chorus::to_string(config.collective));
-  std::printf("# ranks %d", config.ranks);
+// `devices`: one line per rank, from the backend.
+void print_preamble(const Config& config, const std::string& backend, int ranks, const std::vector<std::string>& devices,
+                    const std::vector<std::size_t>& sizes) {
+  std::printf("# chorus-bench %s: %s on %s\n", CHORUS_VERSION, chorus::to_string(config.collective), backend.c_str());
+  std::printf("# ranks %d", ranks);
   if (config.collective == Collective::all_reduce || config.algorithm != chorus::Algorithm::automatic) {
     std::printf(" algorithm %s", chorus::to_string(config.algorithm));
   }
@@ -183,10 +180,7 @@ void print_preamble(const Config& config, const std::vector<std::size_t>& sizes)
   std::printf(" warmup iters: %d iters: %d validation: %d sizes: %zu\n", config.warmup, config.iters,
               config.check_iters, sizes.size());
   std::printf("#\n# Using devices\n");
-  const std::string host = host_name();
-  for (int r = 0; r < config.ranks; ++r) {
-    std::printf("#  Rank %2d Pid %6d on %10s host thread %2d\n", r, static_cast<int>(getpid()), host.c_str(), r);
-  }
+  for (const std::string& line : devices) std::printf("#  %s\n", line.c_str());
   std::printf("#\n%s", bench::table_header().c_str());
   std::fflush(stdout);
 }
@@ -197,14 +191,14 @@ nlohmann::json to_json(const bench::Result& result) {
   return j;
 }
 
-void write_json(const Config& config, const std::vector<bench::Row>& rows) {
+void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows) {
   nlohmann::json doc;
   doc["tool"] = "chorus-bench";
   doc["version"] = CHORUS_VERSION;
-  doc["backend"] = "host";
+  doc["backend"] = backend;
   doc["collective"] = chorus::to_string(config.collective);
   doc["algorithm"] = chorus::to_string(config.algorithm);
-  doc["ranks"] = config.ranks;
+  doc["ranks"] = ranks;
   doc["iters"] = config.iters;
   doc["warmup"] = config.warmup;
   doc["check_iters"] = config.check_iters;
@@ -224,10 +218,11 @@ void write_json(const Config& config, const std::vector<bench::Row>& rows) {
   if (!file) throw usage_error("cannot write JSON to " + config.json_path);
 }
 
-int run(const Config& config) {
+template <class Backend>
+int run(const Config& config, Backend& backend, const std::string& name) {
   const std::vector<std::size_t> sizes = bench::size_sweep(config.sweep);
-  print_preamble(config, sizes);
-  chorus::host::Team team(config.ranks);
+  const std::vector<std::string> devices = backend.devices();
+  if (backend.prints()) print_preamble(config, backend.description(), backend.ranks(), devices, sizes);
   std::vector<bench::Row> rows;
   const std::vector<ReduceOp> ops = chorus::traits(config.collective).reduces ? config.ops : std::vector<ReduceOp>{ReduceOp::sum};
   const std::vector<int> roots = chorus::traits(config.collective).rooted ? config.roots : std::vector<int>{0};
@@ -236,17 +231,68 @@ int run(const Config& config) {
       for (int root : roots) {
         for (std::size_t bytes : sizes) {
           chorus::visit_type(type, [&](auto tag) {
-            rows.push_back(run_row<decltype(tag)>(team, config, bytes, op, root));
+            rows.push_back(run_row<decltype(tag)>(backend, config, bytes, op, root));
           });
-          std::fputs(bench::format_row(rows.back()).c_str(), stdout);
-          std::fflush(stdout);
+          if (backend.prints()) {
+            std::fputs(bench::format_row(rows.back()).c_str(), stdout);
+            std::fflush(stdout);
+          }
         }
       }
     }
   }
-  std::fputs(bench::table_footer(rows).c_str(), stdout);
-  if (!config.json_path.empty()) write_json(config, rows);
+  if (backend.prints()) {
+    std::fputs(bench::table_footer(rows).c_str(), stdout);
+    if (!config.json_path.empty()) write_json(config, name, backend.ranks(), rows);
+  }
   return bench::total_wrong(rows) == 0 ? 0 : 1;
+}
+
+// The MPI job's size before MPI is initialised (to check -r): the launcher's, or 1 for a program
+// started without mpirun (an MPI singleton).
+int mpi_world_size() {
+  const chorus::bootstrap::LaunchInfo launch = chorus::bootstrap::launch_info();
+  return launch.launcher == "none" ? 1 : launch.size;
+}
+
+#if defined(CHORUS_BENCH_MPI)
+constexpr const char* kBackendChoices = "host, mpi, mpi-native";
+#else
+constexpr const char* kBackendChoices = "host (mpi and mpi-native: not in this build, which has no MPI)";
+#endif
+
+int run_on(const std::string& backend, const Config& config, bool ranks_given) {
+  if (backend == "host") {
+    bench_backends::HostBackend host(config.ranks);
+    return run(config, host, backend);
+  }
+#if defined(CHORUS_BENCH_MPI)
+  if (backend == "mpi" || backend == "mpi-native") {
+    if (ranks_given && mpi_world_size() != config.ranks) {
+      throw usage_error("--ranks " + std::to_string(config.ranks) + " disagrees with the " +
+                        std::to_string(mpi_world_size()) + " MPI processes (with an MPI backend, mpirun -np sets the ranks)");
+    }
+    chorus::mpi::Session session;
+    try {
+      if (backend == "mpi") {
+        bench_backends::MpiBackend<chorus::mpi::Comm> mpi(
+            "mpi", "the MPI backend: chorus's schedules over MPI point-to-point (one process per rank)");
+        return run(config, mpi, backend);
+      }
+      bench_backends::MpiBackend<chorus::mpi::NativeComm> native(
+          "mpi-native", "MPI's own collectives through chorus::mpi::NativeComm (one process per rank)");
+      return run(config, native, backend);
+    } catch (const std::exception& e) {
+      // Report here: leaving the session by an exception aborts the job before main could print.
+      std::fflush(stdout);
+      std::fprintf(stderr, "chorus-bench: error: %s\n", e.what());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+#else
+  (void)ranks_given;
+#endif
+  throw usage_error("backend " + backend + " is not available (available: " + kBackendChoices + ")");
 }
 
 }  // namespace
@@ -275,13 +321,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-o,--op", op_text, std::string("reduction: ") + bench::kReduceOpChoices)->capture_default_str();
   app.add_option("-r,--root", root_text, "root rank of broadcast and reduce, or all")->capture_default_str();
-  app.add_option("--ranks", config.ranks, "number of ranks (default: cores, between 2 and 8)")
+  CLI::Option* ranks_option = app.add_option("--ranks", config.ranks, "number of ranks of the host backend (default: cores, between 2 and 8; MPI backends: mpirun's -np)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--algo", algo_text, std::string("algorithm (each serves some collectives): ") + bench::kAlgorithmChoices)
       ->capture_default_str();
   app.add_option("--collective", collective_text, std::string("collective: ") + bench::kCollectiveChoices)
       ->capture_default_str();
-  app.add_option("--backend", backend, "backend: host (the only one in this build)")->capture_default_str();
+  app.add_option("--backend", backend, std::string("backend: ") + kBackendChoices)->capture_default_str();
   app.add_option("-J,--json", config.json_path, "also write the results as JSON to this file");
   try {
     app.parse(argc, argv);
@@ -293,7 +339,10 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (backend != "host") throw usage_error("backend " + backend + " is not available in this build (available: host)");
+    const bool mpi_backend = backend == "mpi" || backend == "mpi-native";
+    if (backend != "host" && !mpi_backend) {
+      throw usage_error("backend " + backend + " is not available (available: " + kBackendChoices + ")");
+    }
     config.collective = bench::parse_collective(collective_text);
     config.algorithm = bench::parse_algorithm(algo_text);
     if (!chorus::supports(config.collective, config.algorithm)) {
@@ -307,13 +356,13 @@ int main(int argc, char** argv) {
     config.sweep.step_factor = factor;
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);
-    config.roots = parse_roots(root_text, config.ranks);
+    config.roots = parse_roots(root_text, mpi_backend ? mpi_world_size() : config.ranks);
     if (!config.json_path.empty()) {
       // Fail before a long benchmark, not after it: the file is opened (and created) up front.
       std::ofstream probe(config.json_path, std::ios::app);
       if (!probe) throw usage_error("cannot write JSON to " + config.json_path);
     }
-    return run(config);
+    return run_on(backend, config, ranks_option->count() > 0);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "chorus-bench: error: %s\n", e.what());

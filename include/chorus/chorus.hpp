@@ -7,3 +7,5 @@
 #include "host.hpp"
 #include "topo.hpp"
 #include "bench.hpp"
+#include "bootstrap.hpp"
+#include "parallel.hpp"

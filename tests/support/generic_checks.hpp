@@ -50,8 +50,10 @@ inline std::string where(const char* call, const char* form, std::size_t count, 
 }
 
 // Every collective, typed (float) and type-erased (int32), in and out of place, awkward counts.
+// `forced`: the algorithm the type-erased all_reduce forces (automatic for a communicator, such as
+// mpi::NativeComm, that cannot force one).
 template <class Comm>
-std::vector<std::string> generic_checks(Comm& comm) {
+std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = chorus::Algorithm::ring) {
   static_assert(chorus::is_communicator_v<Comm>, "generic checks run on chorus communicators only");
   Failures f;
   const int n = comm.size();
@@ -73,7 +75,7 @@ std::vector<std::string> generic_checks(Comm& comm) {
         for (std::size_t i = 0; i < count; ++i) want[i] = sum_over_ranks<std::int32_t>(n, i);
         void* recv = in_place ? static_cast<void*>(in.data()) : static_cast<void*>(out.data());
         comm.all_reduce(static_cast<const void*>(in.data()), recv, count, chorus::DataType::int32,
-                        chorus::ReduceOp::sum, chorus::Algorithm::ring);
+                        chorus::ReduceOp::sum, forced);
         f.expect(where("all_reduce", "erased", count, in_place, r), in_place ? in : out, want);
       }
       // reduce_scatter: recv == send + rank*count in place.

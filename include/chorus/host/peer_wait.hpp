@@ -12,7 +12,7 @@
 
 #include "../core/error.hpp"
 #include "shared_state.hpp"
-#include "wait.hpp"
+#include "../runtime/wait.hpp"
 
 namespace chorus::host::detail {
 
@@ -47,7 +47,7 @@ class PeerWaiter {
   template <class Ready, class Check, class Describe>
   void wait(int peer, Ready&& ready, Check&& check, Describe&& describe) const {
     WaitingMark mark(state_, rank_, peer);
-    wait_until(
+    runtime::wait_until(
         timeout_ms_, state_.yields(), ready,
         [&] {
           mark.set();

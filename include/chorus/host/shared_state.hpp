@@ -19,7 +19,7 @@
 #include "channel.hpp"
 #include "fault.hpp"
 #include "scratch_buffer.hpp"
-#include "wait.hpp"
+#include "../runtime/wait.hpp"
 
 namespace chorus::host::detail {
 
@@ -96,8 +96,8 @@ class SharedState {
         is_team_(is_team),
         slots_(new RankSlot[team_ranks_.size()]),
         acks_(new std::atomic<std::uint64_t>[team_ranks_.size() * team_ranks_.size()]()),  // zeroed
-        yields_(WaitPolicy::yields(fault_->size())),
-        max_sleep_(WaitPolicy::max_sleep(fault_->size())) {}
+        yields_(runtime::WaitPolicy::yields(fault_->size())),
+        max_sleep_(runtime::WaitPolicy::max_sleep(fault_->size())) {}
 
   int size() const { return size_; }
   // Waits yield this often before sleeping; set by the team's thread count, not this

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include <chorus/host/wait.hpp>
+#include <chorus/runtime/wait.hpp>
 
-using chorus::host::detail::wait_until;
+using chorus::runtime::wait_until;
 using Clock = std::chrono::steady_clock;
 
 TEST_CASE("wait_until returns as soon as ready", "[wait]") {

@@ -1,6 +1,6 @@
-// Bounded waiting for another rank's thread: spin a little (the answer is often a few hundred
-// nanoseconds away), then yield (other rank threads may need this core: tests run 16 ranks on
-// 2 cores), then sleep in growing steps so idle waiters cost almost nothing. Every round calls
+// Bounded waiting for another rank (a thread of the host backend, a process behind MPI): spin a
+// little (the answer is often a few hundred nanoseconds away), then yield (other ranks may need
+// this core: tests run 16 ranks on 2 cores), then sleep in growing steps so idle waiters cost almost nothing. Every round calls
 // `poll`, which throws to leave early (team aborted, peer mismatched or gone); the deadline
 // starts when spinning stops, and running past it calls `on_timeout`, which either throws or
 // returns how much longer to wait (a rank may give the one it waits for a chance to report a
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <thread>
 
-namespace chorus::host::detail {
+namespace chorus::runtime {
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -87,4 +87,4 @@ void wait_until(long timeout_ms, int yields, Ready&& ready, Poll&& poll, OnTimeo
   }
 }
 
-}  // namespace chorus::host::detail
+}  // namespace chorus::runtime

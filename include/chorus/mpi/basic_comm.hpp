@@ -1,0 +1,259 @@
+// The communicator interface over MPI, shared by mpi::Comm (chorus's schedules over MPI
+// point-to-point, comm.hpp) and mpi::NativeComm (MPI's own collectives, native_comm.hpp). They
+// differ only in the engine that moves a checked collective's bytes; everything else is here:
+// argument checks and the call descriptor (runtime/call_check.hpp), the per-call agreement check
+// and bounded waits (endpoint.hpp), failure release (fault_channel.hpp), send/recv, barrier, split.
+//
+// Semantics are the contract's (docs/communicator.md), as host::Comm has them:
+//   - send is synchronous (MPI_Issend: returns once the receiver has matched it);
+//   - split(color < 0, key) returns a null communicator (size() == 0, rank() == -1);
+//   - a failure mid-call (timeout, mismatch, MPI error) is sent to every rank of the communicator
+//     and of every communicator split from the same original, which all get chorus::Error; the
+//     communicators stay failed.
+// A communicator is movable, not copyable; like an MPI communicator, one thread uses it at a time.
+#pragma once
+
+#include "mpi_header.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/algorithm.hpp"
+#include "../core/communicator.hpp"
+#include "../core/data_type.hpp"
+#include "../core/error.hpp"
+#include "../core/reduce_op.hpp"
+#include "../runtime/call_check.hpp"
+#include "../runtime/element_ops.hpp"
+#include "../runtime/validate.hpp"
+#include "check.hpp"
+#include "endpoint.hpp"
+#include "message_transport.hpp"
+
+namespace chorus::mpi {
+
+template <class Engine>
+class BasicComm {
+ public:
+  BasicComm() = default;  // a null communicator
+  // Duplicates `comm`; MPI must be initialised (see Session). Collective over `comm`.
+  explicit BasicComm(MPI_Comm comm) : BasicComm(comm, nullptr) {}
+
+  int rank() const { return state_ ? state_->endpoint.rank() : -1; }
+  int size() const { return state_ ? state_->endpoint.size() : 0; }
+  explicit operator bool() const { return state_ != nullptr; }
+
+  template <class T>
+  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm}, runtime::element_ops<T>());
+  }
+  template <class T>
+  void broadcast(const T* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm},
+               runtime::element_ops<T>());
+  }
+  template <class T>
+  void reduce(const T* send, T* recv, std::size_t count, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm}, runtime::element_ops<T>());
+  }
+  template <class T>
+  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm},
+               runtime::element_ops<T>());
+  }
+  template <class T>
+  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm},
+               runtime::element_ops<T>());
+  }
+  template <class T>
+  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm},
+               runtime::element_ops<T>());
+  }
+  template <class T>
+  void send(const T* data, std::size_t count, int peer) {
+    send(static_cast<const void*>(data), count, data_type_v<T>, peer);
+  }
+  template <class T>
+  void recv(T* data, std::size_t count, int peer) {
+    recv(static_cast<void*>(data), count, data_type_v<T>, peer);
+  }
+
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                  Algorithm algorithm = Algorithm::automatic) {
+    erased({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
+                 Algorithm algorithm = Algorithm::automatic) {
+    erased({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    erased({Collective::reduce, type, send, recv, count, op, root, algorithm});
+  }
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                  Algorithm algorithm = Algorithm::automatic) {
+    erased({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  }
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic) {
+    erased({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
+  }
+  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
+                  Algorithm algorithm = Algorithm::automatic) {
+    erased({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  }
+
+  void send(const void* data, std::size_t count, DataType type, int peer) {
+    const std::size_t bytes = checked_message("send", data, count, type, peer);
+    guarded([&] {
+      detail::Endpoint& e = state_->endpoint;
+      std::vector<MPI_Request> requests;
+      const auto* bytes_at = static_cast<const std::byte*>(data);
+      for (std::size_t offset = 0, n = detail::message_count(bytes); n > 0; --n, offset += detail::kMaxMessageBytes) {
+        requests.push_back(MPI_REQUEST_NULL);
+        check_mpi(MPI_Issend(bytes_at + offset, piece(bytes, offset), MPI_BYTE, peer, 0, e.p2p(), &requests.back()),
+                  "send", e.name(), "MPI_Issend");
+      }
+      e.wait(requests.data(), static_cast<int>(requests.size()),
+             [&] { return chorus::detail::concat("rank ", peer, " to receive (send is synchronous)"); });
+    });
+  }
+
+  void recv(void* data, std::size_t count, DataType type, int peer) {
+    const std::size_t bytes = checked_message("recv", data, count, type, peer);
+    guarded([&] {
+      detail::Endpoint& e = state_->endpoint;
+      auto* bytes_at = static_cast<std::byte*>(data);
+      for (std::size_t offset = 0, n = detail::message_count(bytes); n > 0; --n, offset += detail::kMaxMessageBytes) {
+        // Probe first, so a message of the wrong size is reported rather than truncated. It stays
+        // unreceived then, so the sender, still in its synchronous send, is released by the failure.
+        MPI_Status status;
+        int arrived = 0;
+        e.wait_for(
+            [&] {
+              check_mpi(MPI_Iprobe(peer, 0, e.p2p(), &arrived, &status), "recv", e.name(), "MPI_Iprobe");
+              return arrived != 0;
+            },
+            [&] { return chorus::detail::concat("a message from rank ", peer); });
+        int got = 0;
+        MPI_Get_count(&status, MPI_BYTE, &got);
+        if (got != piece(bytes, offset)) {
+          throw make_error(ErrorCode::mismatch, "recv", e.name(), "rank ", peer, " sent ", bytes_sent(got, offset),
+                           " bytes; this recv expects ", bytes);
+        }
+        check_mpi(MPI_Recv(bytes_at + offset, got, MPI_BYTE, peer, 0, e.p2p(), MPI_STATUS_IGNORE), "recv", e.name(),
+                  "MPI_Recv");
+      }
+    });
+  }
+
+  // Returns when every rank has called it; bounded like every wait.
+  void barrier() {
+    runtime::check_comm("barrier", state_ != nullptr);
+    runtime::CallDescriptor call;
+    call.kind = runtime::CallKind::barrier;
+    rendezvous("barrier", call);
+  }
+
+  // MPI_Comm_split, with the contract's null communicator for colour < 0. Collective.
+  BasicComm split(int color, int key) {
+    runtime::check_comm("split", state_ != nullptr);
+    runtime::CallDescriptor call;
+    call.kind = runtime::CallKind::split;
+    rendezvous("split", call);  // every rank is here, so MPI_Comm_split cannot block on a missing one
+    detail::Endpoint& e = state_->endpoint;
+    MPI_Comm part = MPI_COMM_NULL;
+    guarded([&] {
+      check_mpi(MPI_Comm_split(e.data(), color < 0 ? MPI_UNDEFINED : color, key, &part), "split", e.name(),
+                "MPI_Comm_split");
+    });
+    if (part == MPI_COMM_NULL) return BasicComm();
+    BasicComm result(part, e.fault());
+    detail::free_comm(part);
+    return result;
+  }
+
+ private:
+  struct State {
+    State(MPI_Comm comm, std::shared_ptr<detail::FaultChannel> family)
+        : endpoint(comm, std::move(family), Engine::kName) {}
+    detail::Endpoint endpoint;
+    Engine engine;
+  };
+
+  BasicComm(MPI_Comm comm, std::shared_ptr<detail::FaultChannel> family)
+      : state_(std::make_unique<State>(comm, std::move(family))) {}
+
+  static int piece(std::size_t bytes, std::size_t offset) {
+    return static_cast<int>(std::min(detail::kMaxMessageBytes, bytes - std::min(bytes, offset)));
+  }
+  static std::size_t bytes_sent(int got, std::size_t offset) { return offset + static_cast<std::size_t>(got); }
+
+  // Runs a call's communication; a failure in it releases every peer before it propagates.
+  template <class Fn>
+  void guarded(Fn&& fn) {
+    try {
+      fn();
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::peer_failed) state_->endpoint.fail(error.what());
+      throw;
+    } catch (const std::exception& error) {
+      state_->endpoint.fail(error.what());
+      throw;
+    }
+  }
+
+  std::size_t checked_message(const char* name, const void* data, std::size_t count, DataType type, int peer) {
+    runtime::check_comm(name, state_ != nullptr);
+    detail::Endpoint& e = state_->endpoint;
+    runtime::check_type(name, e.name(), type);
+    runtime::check_peer(name, e.name(), peer, e.size());
+    runtime::check_buffer(name, e.name(), data, count, "data");
+    const std::size_t bytes = runtime::checked_bytes(name, e.name(), count, 1, size_of(type));
+    e.start(name);
+    return bytes;
+  }
+
+  // A call with no data: the descriptor check, then an MPI_Ibarrier, both bounded.
+  void rendezvous(const char* name, const runtime::CallDescriptor& call) {
+    detail::Endpoint& e = state_->endpoint;
+    e.begin(name, call);
+    guarded([&] {
+      MPI_Request request = MPI_REQUEST_NULL;
+      check_mpi(MPI_Ibarrier(e.data(), &request), name, e.name(), "MPI_Ibarrier");
+      e.wait(&request, 1, [] { return std::string("every rank to arrive"); });
+      e.finish();
+    });
+  }
+
+  void erased(const runtime::CollectiveArgs& args) { collective(args, runtime::element_ops(args.type)); }
+
+  void collective(const runtime::CollectiveArgs& args, const runtime::ElementOps* ops) {
+    const char* name = traits(args.collective).name;
+    runtime::check_comm(name, state_ != nullptr);
+    detail::Endpoint& e = state_->endpoint;
+    runtime::CheckedCall checked = runtime::check_collective(args, e.name(), e.size());
+    state_->engine.prepare(args, checked, e);  // resolves the pattern; refuses what the engine cannot do
+    e.begin(name, checked.descriptor);
+    guarded([&] {
+      state_->engine.run(args, checked, ops, e);
+      e.finish();
+    });
+    if (traits(args.collective).reduces && checked.descriptor.op == ReduceOp::avg && checked.uses_recv) {
+      ops->finish_avg(args.recv, args.count, e.size());
+    }
+  }
+
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace chorus::mpi

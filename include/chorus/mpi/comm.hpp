@@ -1,0 +1,63 @@
+// chorus::mpi::Comm: chorus's own schedules (ring, tree, halving-doubling, ...; every Algorithm the
+// host backend has) run over MPI point-to-point by the step interpreter, one process per rank.
+//
+//   chorus::mpi::Session session(argc, argv);
+//   chorus::mpi::Comm comm(MPI_COMM_WORLD);
+//   comm.all_reduce(grads.data(), grads.data(), grads.size(), chorus::ReduceOp::avg);
+//
+// The same schedule, the same interpreter and the same element loops as host::Comm, so the results
+// are bit-identical to the host backend's for the same algorithm, and identical on every rank.
+// Interface and failure semantics: basic_comm.hpp.
+#pragma once
+
+#include <cstddef>
+
+#include "../algo/build.hpp"
+#include "../runtime/call_check.hpp"
+#include "../runtime/element_ops.hpp"
+#include "../runtime/interpreter.hpp"
+#include "../runtime/schedule_cache.hpp"
+#include "basic_comm.hpp"
+#include "endpoint.hpp"
+#include "message_transport.hpp"
+#include "tuning.hpp"
+
+namespace chorus::mpi {
+namespace detail {
+
+class ScheduledCollectives {
+ public:
+  static constexpr const char* kName = "mpi::Comm";
+
+  void prepare(const runtime::CollectiveArgs& args, runtime::CheckedCall& checked, const Endpoint& endpoint) const {
+    checked.descriptor.pattern =
+        args.algorithm != Algorithm::automatic
+            ? algo::pattern_for(args.algorithm)
+            : choose_pattern(args.collective, args.count * checked.element_size, endpoint.size());
+  }
+
+  void run(const runtime::CollectiveArgs& args, const runtime::CheckedCall& checked, const runtime::ElementOps* ops,
+           Endpoint& endpoint) {
+    const runtime::CallDescriptor& call = checked.descriptor;
+    const algo::Schedule& schedule = cache_.get(
+        runtime::schedule_key(call, endpoint.size(), slice_elements(checked.element_size)), store_);
+    const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
+                                   checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
+    MessageTransport transport(endpoint, memory_);
+    runtime::interpret(endpoint.call(), endpoint.rank(), schedule, buffers,
+                       runtime::StepMath{checked.element_size, ops, call.op}, transport);
+    transport.finish();
+  }
+
+ private:
+  runtime::ScheduleStore store_;
+  runtime::ScheduleCache cache_;
+  TransportMemory memory_;
+};
+
+}  // namespace detail
+
+using Comm = BasicComm<detail::ScheduledCollectives>;
+static_assert(check_communicator<Comm>(), "chorus::mpi::Comm must satisfy the communicator contract");
+
+}  // namespace chorus::mpi

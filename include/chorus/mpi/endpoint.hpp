@@ -1,0 +1,261 @@
+// One rank's end of an MPI-backed communicator: the private MPI communicators it talks over, the
+// per-call agreement check, and the bounded wait every MPI request goes through.
+//
+// Three duplicates of the caller's communicator keep traffic apart: `data` carries collectives
+// (tagged by call sequence number, so a rank that skipped a call never has its bytes matched to
+// another call), `control` carries call descriptors, `p2p` carries send/recv. Each call sends its
+// descriptor (runtime/call_descriptor.hpp, with the sequence number) to the next rank of the ring
+// and receives the previous rank's: if every neighbour pair agrees, all ranks agree, at the cost of
+// one small message per call that overlaps the data movement. Waits poll that check, so a mismatch
+// is reported as soon as the neighbour's descriptor arrives, even while data is still awaited.
+#pragma once
+
+#include "mpi_header.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/env.hpp"
+#include "../core/error.hpp"
+#include "../runtime/call_descriptor.hpp"
+#include "../runtime/wait.hpp"
+#include "check.hpp"
+#include "fault_channel.hpp"
+
+namespace chorus::mpi::detail {
+
+inline constexpr int kDescriptorTag = 1;
+
+// A descriptor on the wire: fixed-width fields, no padding, so ranks built by different compilers agree.
+struct WireCall {
+  std::uint64_t sequence = 0;
+  std::uint64_t count = 0;
+  std::int32_t kind = 0, type = 0, op = 0, root = 0, pattern = 0, in_place = 0;
+};
+static_assert(sizeof(WireCall) == 40, "WireCall must have no padding");
+
+inline WireCall to_wire(const runtime::CallDescriptor& d, std::uint64_t sequence) {
+  WireCall w;
+  w.sequence = sequence;
+  w.count = d.count;
+  w.kind = static_cast<std::int32_t>(d.kind);
+  w.type = static_cast<std::int32_t>(d.type);
+  w.op = static_cast<std::int32_t>(d.op);
+  w.root = d.root;
+  w.pattern = static_cast<std::int32_t>(d.pattern);
+  w.in_place = d.in_place ? 1 : 0;
+  return w;
+}
+
+inline runtime::CallDescriptor from_wire(const WireCall& w) {
+  runtime::CallDescriptor d;
+  d.kind = static_cast<runtime::CallKind>(w.kind);
+  d.type = static_cast<DataType>(w.type);
+  d.count = static_cast<std::size_t>(w.count);
+  d.op = static_cast<ReduceOp>(w.op);
+  d.root = w.root;
+  d.pattern = static_cast<algo::Pattern>(w.pattern);
+  d.in_place = w.in_place != 0;
+  return d;
+}
+
+// Duplicates `comm` with errors returned as codes (check.hpp turns them into chorus::Error).
+inline MPI_Comm duplicate(MPI_Comm comm, const char* call) {
+  MPI_Comm copy = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(comm, &copy), call, -1, "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(copy, MPI_ERRORS_RETURN);
+  return copy;
+}
+
+class Endpoint {
+ public:
+  // `family`: the fault channel of the communicator this one was split from (null: start a family).
+  Endpoint(MPI_Comm comm, std::shared_ptr<FaultChannel> family, const char* call) : fault_(std::move(family)) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      throw Error(ErrorCode::invalid_argument,
+                  chorus::detail::concat("chorus::", call, ": MPI is not initialised; create a chorus::mpi::Session "
+                                         "first (or call MPI_Init_thread)"));
+    }
+    if (comm == MPI_COMM_NULL) {
+      throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::", call, ": MPI_COMM_NULL given"));
+    }
+    data_ = duplicate(comm, call);
+    control_ = duplicate(comm, call);
+    p2p_ = duplicate(comm, call);
+    MPI_Comm_rank(data_, &rank_);
+    MPI_Comm_size(data_, &size_);
+    if (!fault_) fault_ = std::make_shared<FaultChannel>(duplicate(comm, call));
+    // Ranks sharing this node decide how waits back off (runtime/wait.hpp): more processes than
+    // cores must sleep early or they starve the process being waited for.
+    MPI_Comm node = MPI_COMM_NULL;
+    int node_ranks = 1;
+    if (MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+      MPI_Comm_size(node, &node_ranks);
+      free_comm(node);
+    }
+    yields_ = runtime::WaitPolicy::yields(node_ranks);
+    max_sleep_ = runtime::WaitPolicy::max_sleep(node_ranks);
+  }
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+  // After a failure, messages of the abandoned call may still be unmatched: the communicators are
+  // kept, not freed (see FaultChannel's destructor).
+  ~Endpoint() {
+    if (fault_->failed()) return;
+    free_comm(data_);
+    free_comm(control_);
+    free_comm(p2p_);
+  }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // "rank 1", or "rank 1 (team rank 5)" in a communicator split from another.
+  RankName name() const { return fault_->rank() == rank_ ? RankName(rank_) : RankName(rank_, fault_->rank()); }
+  MPI_Comm data() const { return data_; }
+  MPI_Comm p2p() const { return p2p_; }
+  const std::shared_ptr<FaultChannel>& fault() const { return fault_; }
+  // The tag of the current collective's data messages (MPI guarantees tags up to 32767).
+  int data_tag() const { return static_cast<int>(sequence_ & 0x7fff); }
+  const char* call() const { return call_; }
+
+  // Starts a call that exchanges no descriptor (send, recv): fails now if the family has failed.
+  void start(const char* call) {
+    call_ = call;
+    collective_ = false;
+    grace_used_ = false;
+    fault_->poll(call_, name());
+    try {
+      timeout_ms_ = env::timeout_ms();
+    } catch (const Error& e) {
+      throw make_error(ErrorCode::invalid_argument, call, name(), e.what());
+    }
+  }
+
+  // Starts a collective call: posts this rank's descriptor to the next rank and the receive of the
+  // previous rank's. finish() completes the check; every wait in between polls it.
+  void begin(const char* call, const runtime::CallDescriptor& descriptor) {
+    start(call);
+    collective_ = true;
+    ++sequence_;
+    mine_ = descriptor;
+    checked_ = size_ == 1;
+    if (checked_) return;
+    outgoing_ = to_wire(descriptor, sequence_);
+    incoming_ = WireCall{};
+    check_mpi(MPI_Isend(&outgoing_, sizeof(WireCall), MPI_BYTE, (rank_ + 1) % size_, kDescriptorTag, control_,
+                        &check_[0]), call_, name(), "MPI_Isend");
+    check_mpi(MPI_Irecv(&incoming_, sizeof(WireCall), MPI_BYTE, (rank_ + size_ - 1) % size_, kDescriptorTag,
+                        control_, &check_[1]), call_, name(), "MPI_Irecv");
+  }
+
+  void finish() {
+    if (!checked_) wait(check_, 2, [&] { return chorus::detail::concat("rank ", previous(), "'s call descriptor"); });
+    poll();
+  }
+
+  // A failure mid-call: tell the family (releasing every peer), then the caller rethrows.
+  void fail(const std::string& reason) { fault_->raise(reason); }
+
+  // Family failures and the neighbour's descriptor; throws on either.
+  void poll() {
+    fault_->poll(call_, name());
+    if (checked_) return;
+    int done = 0;
+    check_mpi(MPI_Testall(2, check_, &done, MPI_STATUSES_IGNORE), call_, name(), "MPI_Testall");
+    if (done) compare();
+  }
+
+  // Waits until ready() is true, polling for failures; `waiting_for()` describes what is awaited
+  // for the timeout error.
+  template <class Ready, class Describe>
+  void wait_for(Ready&& ready, Describe&& waiting_for) {
+    runtime::wait_until(
+        timeout_ms_, yields_, ready, [&] { poll(); },
+        [&]() -> long {
+          // A rank whose neighbour has arrived waits once more, so the rank still missing its
+          // neighbour times out first and the error every rank gets names the absent one.
+          if (collective_ && checked_ && !grace_used_) {
+            grace_used_ = true;
+            return timeout_ms_;
+          }
+          throw make_error(ErrorCode::timeout, call_, name(), "no progress for ", timeout_ms_, " ms waiting for ",
+                           waiting_for(), " (CHORUS_TIMEOUT_MS)",
+                           collective_ && !checked_
+                               ? chorus::detail::concat("; rank ", previous(), " has not reached this call")
+                               : std::string());
+        },
+        max_sleep_);
+  }
+
+  // Waits for `count` requests; `statuses` (count of them) receive their statuses if not null.
+  template <class Describe>
+  void wait(MPI_Request* requests, int count, Describe&& waiting_for, MPI_Status* statuses = MPI_STATUSES_IGNORE) {
+    wait_for(
+        [&] {
+          int done = 0;
+          const int code = MPI_Testall(count, requests, &done, statuses);
+          if (code == MPI_ERR_IN_STATUS && statuses != MPI_STATUSES_IGNORE) {
+            for (int i = 0; i < count; ++i) {
+              int error_class = MPI_SUCCESS;
+              MPI_Error_class(statuses[i].MPI_ERROR, &error_class);
+              if (error_class == MPI_ERR_TRUNCATE) mismatched_message("a peer sent a longer message than expected");
+              check_mpi(statuses[i].MPI_ERROR, call_, name(), "a message");
+            }
+          }
+          check_mpi(code, call_, name(), "MPI_Testall");
+          return done != 0;
+        },
+        waiting_for);
+  }
+
+  // A message of the wrong size: the descriptors explain it far better (which rank passed which
+  // count), so the check is completed first and reports if it can.
+  [[noreturn]] void mismatched_message(const std::string& what) {
+    if (collective_ && !checked_) {
+      wait(check_, 2, [&] { return chorus::detail::concat("rank ", previous(), "'s call descriptor"); });
+      compare();
+    }
+    throw make_error(ErrorCode::mismatch, call_, name(), what);
+  }
+
+ private:
+  int previous() const { return (rank_ + size_ - 1) % size_; }
+
+  void compare() {
+    checked_ = true;
+    const runtime::CallDescriptor theirs = from_wire(incoming_);
+    if (incoming_.sequence != sequence_) {
+      throw make_error(ErrorCode::mismatch, call_, name(), "rank ", previous(), " is at call ", incoming_.sequence,
+                       " (", runtime::to_string(theirs.kind), ") while this rank is at call ", sequence_, " (",
+                       runtime::to_string(mine_.kind), "): a rank skipped or added a call");
+    }
+    const std::string difference = runtime::first_difference(mine_, rank_, theirs, previous());
+    if (!difference.empty()) throw make_error(ErrorCode::mismatch, call_, name(), "ranks disagree: ", difference);
+  }
+
+  MPI_Comm data_ = MPI_COMM_NULL;
+  MPI_Comm control_ = MPI_COMM_NULL;
+  MPI_Comm p2p_ = MPI_COMM_NULL;
+  std::shared_ptr<FaultChannel> fault_;
+  int rank_ = 0;
+  int size_ = 1;
+  int yields_ = 0;
+  std::chrono::microseconds max_sleep_{};
+  long timeout_ms_ = kDefaultTimeoutMs;
+  const char* call_ = "";
+  std::uint64_t sequence_ = 0;
+  runtime::CallDescriptor mine_;
+  bool checked_ = true;
+  bool collective_ = false;
+  bool grace_used_ = false;
+  WireCall outgoing_;
+  WireCall incoming_;
+  MPI_Request check_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
+}  // namespace chorus::mpi::detail

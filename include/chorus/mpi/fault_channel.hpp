@@ -1,0 +1,97 @@
+// How a failed process releases its peers. A communicator and every communicator split from it
+// share one fault channel (a communicator of their own over the original group). The first failure
+// a rank sees mid-call (timeout, mismatch, MPI error) is sent to every other rank of the channel,
+// and every wait polls the channel, so the others stop waiting at once with an error naming the
+// cause instead of running into their own timeouts. A channel that has failed stays failed: the
+// collectives in flight were abandoned half-way, so no later call can be trusted.
+#pragma once
+
+#include "mpi_header.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "../core/error.hpp"
+
+namespace chorus::mpi::detail {
+
+inline constexpr int kAbortTag = 2;
+
+// MPI_Comm_free, unless MPI is already gone (a communicator outliving MPI_Finalize).
+inline void free_comm(MPI_Comm& comm) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  comm = MPI_COMM_NULL;
+}
+
+class FaultChannel {
+ public:
+  // Takes ownership of `comm` (a private duplicate).
+  explicit FaultChannel(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  FaultChannel(const FaultChannel&) = delete;
+  FaultChannel& operator=(const FaultChannel&) = delete;
+  // A failed channel may still have failure reports in flight to it; freeing the communicator would
+  // let MPI reuse its context for a new communicator, where a stale report could be matched. So a
+  // failed family's communicators are never freed (a few handles, once per failure).
+  ~FaultChannel() {
+    if (!failed_) free_comm(comm_);
+  }
+
+  bool failed() const { return failed_; }
+
+  // This rank's number on the channel (the rank in the communicator everything was split from).
+  int rank() const { return rank_; }
+
+  // Records the failure and sends it to every other rank; only the first reason is kept and sent.
+  void raise(const std::string& reason) {
+    if (failed_) return;
+    failed_ = true;
+    reason_ = "an earlier call on this rank failed: " + reason;
+    const std::size_t length = std::min(reason.size(), outgoing_.size() - 1);
+    std::copy(reason.begin(), reason.begin() + static_cast<std::ptrdiff_t>(length), outgoing_.begin());
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      // Fire and forget: the message is far below every eager limit, and outgoing_ outlives it.
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (MPI_Isend(outgoing_.data(), static_cast<int>(outgoing_.size()), MPI_CHAR, peer, kAbortTag, comm_,
+                    &request) == MPI_SUCCESS) {
+        MPI_Request_free(&request);
+      }
+    }
+  }
+
+  // Throws peer_failed if the channel failed here earlier or a peer's failure has arrived.
+  void poll(const char* call, RankName rank) {
+    if (!failed_) {
+      int arrived = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, comm_, &arrived, &status) == MPI_SUCCESS && arrived) {
+        std::array<char, kReasonBytes> incoming{};
+        MPI_Recv(incoming.data(), static_cast<int>(incoming.size()), MPI_CHAR, status.MPI_SOURCE, kAbortTag, comm_,
+                 MPI_STATUS_IGNORE);
+        failed_ = true;
+        incoming.back() = '\0';
+        reason_ = chorus::detail::concat("rank ", status.MPI_SOURCE, " failed: ", incoming.data());
+      }
+    }
+    if (failed_) throw make_error(ErrorCode::peer_failed, call, rank, reason_);
+  }
+
+ private:
+  static constexpr std::size_t kReasonBytes = 512;
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  bool failed_ = false;
+  std::string reason_;
+  std::array<char, kReasonBytes> outgoing_{};
+};
+
+}  // namespace chorus::mpi::detail

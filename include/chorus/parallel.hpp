@@ -1,0 +1,33 @@
+// The parallel-training building blocks, generic over every communicator (is_communicator_v):
+// the device mesh, data parallelism (gradient buckets with overlap, no_sync, sampler, local SGD,
+// linear LR scaling, ZeRO-1), tensor parallelism (column/row-parallel linear layers, the MLP,
+// sequence parallelism) and pipeline parallelism (schedules as data, their simulator, and an
+// executor). Needs no GPU toolchain and no MPI.
+#pragma once
+
+#include "parallel/mesh.hpp"
+#include "parallel/mesh_comms.hpp"
+
+#include "parallel/param_view.hpp"
+#include "parallel/broadcast_parameters.hpp"
+#include "parallel/bucket_plan.hpp"
+#include "parallel/floating_copy.hpp"
+#include "parallel/gradient_reducer.hpp"
+#include "parallel/distributed_sampler.hpp"
+#include "parallel/linear_scaling_lr.hpp"
+#include "parallel/local_sgd.hpp"
+#include "parallel/sgd.hpp"
+#include "parallel/adam.hpp"
+#include "parallel/zero_redundancy_optimizer.hpp"
+
+#include "parallel/host_gemm.hpp"
+#include "parallel/tensor_parallel_mappings.hpp"
+#include "parallel/column_parallel_linear.hpp"
+#include "parallel/row_parallel_linear.hpp"
+#include "parallel/parallel_mlp.hpp"
+
+#include "parallel/pipeline_schedule.hpp"
+#include "parallel/pipeline_simulator.hpp"
+#include "parallel/pipeline_communication.hpp"
+#include "parallel/pipeline_executor.hpp"
+#include "parallel/pipeline_printer.hpp"

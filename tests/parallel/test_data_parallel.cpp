@@ -1,0 +1,240 @@
+// Data parallelism: the bucket plan, the gradient reducer (order, overlap, no_sync, compression,
+// averaging, errors), broadcast_parameters, local SGD and the learning-rate scaling rule. The
+// cross-rank checks (tests/support/data_parallel_checks.hpp) run on host threads and the mailbox fake.
+#include <catch2/catch.hpp>
+
+#include <chorus/host.hpp>
+#include <chorus/parallel/bucket_plan.hpp>
+#include <chorus/parallel/gradient_reducer.hpp>
+#include <chorus/parallel/linear_scaling_lr.hpp>
+
+#include "host/harness.hpp"
+#include "support/data_parallel_checks.hpp"
+#include "support/mailbox_comm.hpp"
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using chorus::DataType;
+using chorus::parallel::BucketOptions;
+using chorus::parallel::plan_buckets;
+using chorus::parallel::TensorSpec;
+using Indices = std::vector<std::size_t>;
+
+namespace {
+
+constexpr std::size_t kMiB = BucketOptions::kMiB;
+
+TensorSpec floats(std::size_t bytes) { return {DataType::float32, bytes / 4}; }
+
+// The rules every plan keeps: each tensor in exactly one bucket, one type per bucket, at most the
+// cap (the first bucket of a type: the first cap) unless a tensor is alone, offsets packed.
+void check_plan_rules(const std::vector<TensorSpec>& tensors, const chorus::parallel::BucketPlan& plan,
+                      const BucketOptions& options) {
+  std::vector<int> seen(tensors.size(), 0);
+  std::map<DataType, int> buckets_of_type;
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+    const auto& bucket = plan.buckets[b];
+    const std::size_t cap = buckets_of_type[bucket.type]++ == 0 ? options.first_bucket_bytes : options.bucket_cap_bytes;
+    INFO("bucket " << b);
+    CHECK((bucket.bytes() <= cap || bucket.tensors.size() == 1));
+    std::size_t offset = 0;
+    for (std::size_t k = 0; k < bucket.tensors.size(); ++k) {
+      const std::size_t t = bucket.tensors[k];
+      ++seen[t];
+      CHECK(tensors[t].type == bucket.type);
+      CHECK(bucket.offsets[k] == offset);
+      CHECK(plan.bucket_of[t] == b);
+      CHECK(plan.offset_of[t] == offset);
+      offset += tensors[t].count;
+    }
+    CHECK(bucket.count == offset);
+  }
+  CHECK(seen == std::vector<int>(tensors.size(), 1));
+}
+
+template <class Check>
+void on_host(Check check, std::vector<int> rank_counts = {1, 2, 3, 4}) {
+  for (int ranks : rank_counts) {
+    chorus::host::Team team(ranks);
+    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
+    harness::run(team, [&](chorus::host::Comm& comm) { failures[static_cast<std::size_t>(comm.rank())] = check(comm); });
+    for (int r = 0; r < ranks; ++r) {
+      INFO("host, " << ranks << " ranks, rank " << r);
+      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
+    }
+  }
+}
+
+template <class Check>
+void on_mailbox(Check check, std::vector<int> rank_counts = {1, 3, 4}) {
+  for (int ranks : rank_counts) {
+    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
+    mailbox::run(ranks, [&](mailbox::Comm& comm) { failures[static_cast<std::size_t>(comm.rank())] = check(comm); });
+    for (int r = 0; r < ranks; ++r) {
+      INFO("mailbox, " << ranks << " ranks, rank " << r);
+      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
+    }
+  }
+}
+
+#define ON_EVERY_COMM(check)                               \
+  on_host([](auto& comm) { return check(comm); });         \
+  on_mailbox([](auto& comm) { return check(comm); })
+
+}  // namespace
+
+TEST_CASE("Buckets follow reverse registration order: a 1 MiB first bucket, 25 MiB after, big tensors alone",
+          "[parallel][buckets]") {
+  // Registered a (0.5 MiB), b (0.75), c (10), d (30: over the cap), e (0.25).
+  const std::vector<TensorSpec> tensors = {floats(kMiB / 2), floats(3 * kMiB / 4), floats(10 * kMiB),
+                                           floats(30 * kMiB), floats(kMiB / 4)};
+  const auto plan = plan_buckets(tensors);
+  REQUIRE(plan.buckets.size() == 3);
+  CHECK(plan.buckets[0].tensors == Indices{4});        // e: d would overflow the 1 MiB first bucket
+  CHECK(plan.buckets[1].tensors == Indices{3});        // d alone: larger than 25 MiB
+  CHECK(plan.buckets[2].tensors == Indices{2, 1, 0});  // c, b, a: 11.25 MiB
+  check_plan_rules(tensors, plan, BucketOptions{});
+}
+
+TEST_CASE("A bucket closes when it reaches its cap, and the caps are configurable", "[parallel][buckets]") {
+  const std::vector<TensorSpec> tensors(10, floats(kMiB / 2));
+  const auto plan = plan_buckets(tensors);  // 1 MiB, then 25 MiB for the remaining 4 MiB
+  REQUIRE(plan.buckets.size() == 2);
+  CHECK(plan.buckets[0].tensors == Indices{9, 8});
+  CHECK(plan.buckets[1].tensors == Indices{7, 6, 5, 4, 3, 2, 1, 0});
+
+  BucketOptions small;
+  small.first_bucket_bytes = kMiB / 2;
+  small.bucket_cap_bytes = kMiB;
+  const auto smaller = plan_buckets(tensors, small);
+  REQUIRE(smaller.buckets.size() == 6);
+  CHECK(smaller.buckets[0].tensors == Indices{9});
+  CHECK(smaller.buckets[5].tensors == Indices{0});
+  check_plan_rules(tensors, smaller, small);
+
+  BucketOptions none;
+  none.first_bucket_bytes = 0;
+  none.bucket_cap_bytes = 0;
+  CHECK(plan_buckets(tensors, none).buckets.size() == tensors.size());  // cap 0: one bucket per tensor
+}
+
+TEST_CASE("A bucket holds one element type; each type's first bucket gets the small cap", "[parallel][buckets]") {
+  std::vector<TensorSpec> tensors;
+  for (int i = 0; i < 12; ++i) {
+    tensors.push_back(i % 3 == 0 ? TensorSpec{DataType::float64, kMiB / 16} : TensorSpec{DataType::float32, kMiB / 8});
+  }
+  const auto plan = plan_buckets(tensors);
+  check_plan_rules(tensors, plan, BucketOptions{});
+  // float32: 8 x 0.5 MiB -> {1 MiB}, {3 MiB}; float64: 4 x 0.5 MiB -> {1 MiB}, {1 MiB}.
+  REQUIRE(plan.buckets.size() == 4);
+  CHECK(plan.buckets[0].tensors == Indices{11, 10});  // launch order: by the first tensor's readiness
+  CHECK(plan.buckets[1].tensors == Indices{9, 6});
+  CHECK(plan.buckets[2].tensors == Indices{8, 7, 5, 4, 2, 1});
+  CHECK(plan.buckets[3].tensors == Indices{3, 0});
+}
+
+TEST_CASE("The plan takes an observed ready order, and rejects one that is not a permutation", "[parallel][buckets]") {
+  const std::vector<TensorSpec> tensors(4, floats(kMiB / 2));
+  const auto plan = plan_buckets(tensors, {}, {1, 0, 3, 2});
+  REQUIRE(plan.buckets.size() == 2);
+  CHECK(plan.buckets[0].tensors == Indices{1, 0});
+  CHECK(plan.buckets[1].tensors == Indices{3, 2});
+  CHECK_THROWS_AS(plan_buckets(tensors, {}, {0, 1, 2}), chorus::Error);
+  CHECK_THROWS_WITH(plan_buckets(tensors, {}, {0, 1, 1, 2}), Catch::Matchers::Contains("out of range or repeated"));
+}
+
+TEST_CASE("Data parallel over N ranks x batch B equals one rank with batch N*B", "[parallel][data_parallel]") {
+  ON_EVERY_COMM(dp_checks::check_dp_equals_large_batch);
+}
+
+TEST_CASE("Buckets all-reduce as soon as they are full, always in bucket order", "[parallel][data_parallel]") {
+  ON_EVERY_COMM(dp_checks::check_bucket_launch_order);
+}
+
+TEST_CASE("no_sync accumulates locally: one all-reduce per bucket per optimizer step", "[parallel][data_parallel]") {
+  ON_EVERY_COMM(dp_checks::check_no_sync);
+}
+
+TEST_CASE("fp16 and bf16 compression send 16-bit buckets and return the averages", "[parallel][data_parallel]") {
+  ON_EVERY_COMM(dp_checks::check_compression);
+}
+
+TEST_CASE("Bad reducer and broadcast input gives chorus::Error on every rank", "[parallel][data_parallel]") {
+  ON_EVERY_COMM(dp_checks::check_reducer_errors);
+}
+
+TEST_CASE("An error on the communication thread reaches finish()", "[parallel][data_parallel]") {
+  ON_EVERY_COMM(dp_checks::check_comm_thread_error);
+}
+
+TEST_CASE("Local SGD averages parameters every period steps", "[parallel][local_sgd]") {
+  ON_EVERY_COMM(dp_checks::check_local_sgd);
+}
+
+TEST_CASE("A rank that fails releases its peers' communication threads with an error", "[parallel][data_parallel][host]") {
+  chorus::host::Team team(2);
+  std::string seen_by_rank0;
+  std::atomic<bool> all_reduce_started{false};  // rank 1 fails once rank 0's bucket is on its way
+  CHECK_THROWS_WITH(harness::run(team, [&](chorus::host::Comm& comm) {
+                      std::vector<float> g(8, 1.0f);
+                      chorus::parallel::GradientReducer<chorus::host::Comm> reducer(
+                          comm, {chorus::parallel::param_view("g", g)});
+                      if (comm.rank() == 1) {
+                        dp_checks::eventually([&] { return all_reduce_started.load(); });
+                        throw std::runtime_error("rank 1 fails mid-backward");
+                      }
+                      reducer.mark_ready(0);
+                      all_reduce_started = true;
+                      try {
+                        reducer.finish();
+                      } catch (const chorus::Error& e) {
+                        seen_by_rank0 = e.what();
+                      }
+                    }),
+                    "rank 1 fails mid-backward");
+  CHECK_THAT(seen_by_rank0, Catch::Matchers::Contains("rank 1"));
+}
+
+TEST_CASE("Data-parallel primitives refuse a communicator of no ranks", "[parallel][data_parallel][host]") {
+  chorus::host::Team team(2);
+  std::vector<std::string> messages;
+  std::mutex mutex;
+  harness::run(team, [&](chorus::host::Comm& comm) {
+    chorus::host::Comm none = comm.split(-1, 0);
+    std::vector<float> g(4);
+    const std::vector<chorus::parallel::ParamView> views = {chorus::parallel::param_view("g", g)};
+    auto record = [&](auto body) {
+      try {
+        body();
+      } catch (const chorus::Error& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        messages.push_back(e.what());
+      }
+    };
+    record([&] { chorus::parallel::GradientReducer<chorus::host::Comm> reducer(none, views); });
+    record([&] { chorus::parallel::broadcast_parameters(none, views); });
+    record([&] { chorus::parallel::LocalSgd<chorus::host::Comm> local(none, views, 1); });
+    record([&] { chorus::parallel::average_parameters(none, views); });
+  });
+  REQUIRE(messages.size() == 8);
+  for (const std::string& message : messages) CHECK_THAT(message, Catch::Matchers::Contains("has no ranks"));
+}
+
+TEST_CASE("The linear scaling rule with gradual warmup (Goyal et al. 2017)", "[parallel][lr]") {
+  using chorus::parallel::LinearScalingLr;
+  // Their reference: 0.1 per 256 images; batch 8192 (k = 32) reaches 3.2 after 5 epochs of warmup.
+  const auto lr = LinearScalingLr::with_warmup_epochs(0.1, 256, 8192, 5, 100);
+  CHECK(lr.target_lr() == Approx(3.2));
+  CHECK(lr.warmup_steps() == 500);
+  CHECK(lr.lr(0) == Approx(0.1));
+  CHECK(lr.lr(250) == Approx(0.1 + (3.2 - 0.1) / 2));
+  CHECK(lr.lr(499) == Approx(0.1 + (3.2 - 0.1) * 499 / 500));
+  CHECK(lr.lr(500) == Approx(3.2));
+  CHECK(lr.lr(100000) == Approx(3.2));
+  CHECK(LinearScalingLr(0.1, 256, 1024).lr(0) == Approx(0.4));  // no warmup: the scaled rate at once
+  CHECK_THROWS_AS(LinearScalingLr(0.1, 0, 1024), chorus::Error);
+  CHECK_THROWS_AS(LinearScalingLr(-1, 256, 1024), chorus::Error);
+}
