@@ -8,8 +8,8 @@
 //   - send is synchronous (MPI_Issend: returns once the receiver has matched it);
 //   - split(color < 0, key) returns a null communicator (size() == 0, rank() == -1);
 //   - a failure mid-call (timeout, mismatch, MPI error) is sent to every rank of the communicator
-//     and of every communicator split from the same original, which all get chorus::Error; the
-//     communicators stay failed.
+//     and of every communicator split from the same original, which all get chorus::Error (the
+//     cause's code for mismatch and timeout, else peer_failed); the communicators stay failed.
 // A communicator is movable, not copyable; like an MPI communicator, one thread uses it at a time.
 #pragma once
 
@@ -204,10 +204,10 @@ class BasicComm {
     try {
       fn();
     } catch (const Error& error) {
-      if (error.code() != ErrorCode::peer_failed) state_->endpoint.fail(error.what());
+      state_->endpoint.fail(error);  // no-op once this rank knows of a failure (a release included)
       throw;
     } catch (const std::exception& error) {
-      state_->endpoint.fail(error.what());
+      state_->endpoint.fail(Error(ErrorCode::internal, error.what()));
       throw;
     }
   }

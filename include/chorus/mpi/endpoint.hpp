@@ -159,7 +159,7 @@ class Endpoint {
   }
 
   // A failure mid-call: tell the family (releasing every peer), then the caller rethrows.
-  void fail(const std::string& reason) { fault_->raise(reason); }
+  void fail(const Error& error) { fault_->raise(error.code(), error.what()); }
 
   // Family failures and the neighbour's descriptor; throws on either.
   void poll() {

@@ -2,8 +2,10 @@
 // share one fault channel (a communicator of their own over the original group). The first failure
 // a rank sees mid-call (timeout, mismatch, MPI error) is sent to every other rank of the channel,
 // and every wait polls the channel, so the others stop waiting at once with an error naming the
-// cause instead of running into their own timeouts. A channel that has failed stays failed: the
-// collectives in flight were abandoned half-way, so no later call can be trusted.
+// cause instead of running into their own timeouts. As in the host backend, a released rank's error
+// reads "released because rank R failed: <R's error>" and has R's code when that was mismatch or
+// timeout (the whole call failed for that reason), peer_failed otherwise. A channel that has failed
+// stays failed: the collectives in flight were abandoned half-way, so no later call can be trusted.
 #pragma once
 
 #include "mpi_header.hpp"
@@ -48,13 +50,15 @@ class FaultChannel {
   // This rank's number on the channel (the rank in the communicator everything was split from).
   int rank() const { return rank_; }
 
-  // Records the failure and sends it to every other rank; only the first reason is kept and sent.
-  void raise(const std::string& reason) {
+  // Records the failure and sends it to every other rank; only the first is kept and sent.
+  void raise(ErrorCode code, const std::string& reason) {
     if (failed_) return;
     failed_ = true;
+    code_ = released_code(code);
     reason_ = "an earlier call on this rank failed: " + reason;
-    const std::size_t length = std::min(reason.size(), outgoing_.size() - 1);
-    std::copy(reason.begin(), reason.begin() + static_cast<std::ptrdiff_t>(length), outgoing_.begin());
+    outgoing_[0] = static_cast<char>(code);
+    const std::size_t length = std::min(reason.size(), outgoing_.size() - 2);
+    std::copy(reason.begin(), reason.begin() + static_cast<std::ptrdiff_t>(length), outgoing_.begin() + 1);
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_) continue;
       // Fire and forget: the message is far below every eager limit, and outgoing_ outlives it.
@@ -66,7 +70,7 @@ class FaultChannel {
     }
   }
 
-  // Throws peer_failed if the channel failed here earlier or a peer's failure has arrived.
+  // Throws if the channel failed here earlier or a peer's failure has arrived.
   void poll(const char* call, RankName rank) {
     if (!failed_) {
       int arrived = 0;
@@ -77,19 +81,25 @@ class FaultChannel {
                  MPI_STATUS_IGNORE);
         failed_ = true;
         incoming.back() = '\0';
-        reason_ = chorus::detail::concat("rank ", status.MPI_SOURCE, " failed: ", incoming.data());
+        code_ = released_code(static_cast<ErrorCode>(incoming[0]));
+        reason_ = chorus::detail::concat("released because rank ", status.MPI_SOURCE, " failed: ", incoming.data() + 1);
       }
     }
-    if (failed_) throw make_error(ErrorCode::peer_failed, call, rank, reason_);
+    if (failed_) throw make_error(code_, call, rank, reason_);
   }
 
  private:
   static constexpr std::size_t kReasonBytes = 512;
 
+  static ErrorCode released_code(ErrorCode cause) {
+    return cause == ErrorCode::mismatch || cause == ErrorCode::timeout ? cause : ErrorCode::peer_failed;
+  }
+
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
   bool failed_ = false;
+  ErrorCode code_ = ErrorCode::peer_failed;  // what this rank's calls throw once failed
   std::string reason_;
   std::array<char, kReasonBytes> outgoing_{};
 };
