@@ -233,3 +233,42 @@ TEST_CASE("half and bfloat16 reduce through MPI's user-defined ops", "[mpi][nati
 TEST_CASE("MPI_Init is required, and MPI_COMM_NULL is refused", "[mpi][errors]") {
   CHECK_THROWS_WITH(chorus::mpi::Comm(MPI_COMM_NULL), Catch::Contains("MPI_COMM_NULL"));
 }
+
+TEST_CASE("split against another call fails on every rank instead of hanging in MPI_Comm_split", "[mpi][split]") {
+  const mpi_harness::Settle settle;
+  TimeoutFor timeout("3000");
+  chorus::mpi::Comm comm(MPI_COMM_WORLD);
+  const Outcome o = attempt([&] {
+    if (comm.rank() == 2) {
+      comm.barrier();
+    } else {
+      chorus::mpi::Comm part = comm.split(0, comm.rank());
+    }
+  });
+  INFO("rank " << comm.rank() << ": " << describe(o));
+  CHECK(o.code == ErrorCode::mismatch);
+  CHECK_THAT(o.message, Catch::Contains("split") || Catch::Contains("barrier"));
+}
+
+TEST_CASE("NativeComm never posts an MPI collective the ranks disagree on", "[mpi][native][mismatch]") {
+  // Counts 100, 100, 99, 99: ranks 1 and 3 each agree with their ring neighbour, so only a check
+  // across all ranks keeps them from posting mismatched MPI collectives (which abort the job).
+  const mpi_harness::Settle settle;
+  chorus::mpi::NativeComm comm(MPI_COMM_WORLD);
+  std::vector<float> data(100, 1.0f);
+  const std::size_t count = comm.rank() < comm.size() / 2 ? 100 : 99;
+  const Outcome o = attempt([&] { comm.broadcast(data.data(), data.data(), count, 0); });
+  INFO("rank " << comm.rank() << ": " << describe(o));
+  CHECK(o.code == ErrorCode::mismatch);
+  CHECK_THAT(o.message, Catch::Contains("count"));
+}
+
+TEST_CASE("NativeComm: a rank with another root fails too, not only its neighbours", "[mpi][native][mismatch]") {
+  const mpi_harness::Settle settle;
+  chorus::mpi::NativeComm comm(MPI_COMM_WORLD);
+  std::vector<std::int64_t> data(64, comm.rank());
+  const Outcome o = attempt([&] { comm.broadcast(data.data(), data.data(), data.size(), comm.rank() == 2 ? 1 : 0); });
+  INFO("rank " << comm.rank() << ": " << describe(o));
+  CHECK(o.code == ErrorCode::mismatch);
+  CHECK_THAT(o.message, Catch::Contains("root"));
+}

@@ -10,7 +10,12 @@
 //   - a failure mid-call (timeout, mismatch, MPI error) is sent to every rank of the communicator
 //     and of every communicator split from the same original, which all get chorus::Error (the
 //     cause's code for mismatch and timeout, else peer_failed); the communicators stay failed.
-// A communicator is movable, not copyable; like an MPI communicator, one thread uses it at a time.
+// A communicator is movable, not copyable; like an MPI communicator, one thread uses it at a time
+// (communicators of one family may be used by different threads: MPI_THREAD_MULTIPLE).
+// Construction and split are collective like MPI's and wait inside MPI for every rank; split first
+// checks, bounded, that every rank is making the same call. After a failure MPI may still read or
+// write the failed call's buffers (a peer matched a large message before it was released): keep
+// them alive while the communicator lives, or end the job.
 #pragma once
 
 #include "mpi_header.hpp"
@@ -112,6 +117,8 @@ class BasicComm {
     erased({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
   }
 
+  // Messages over 1 GiB travel as pieces; every piece but the last is tagged kMorePieces, so a recv
+  // never joins two sends into one message or splits one between two recvs without noticing.
   void send(const void* data, std::size_t count, DataType type, int peer) {
     const std::size_t bytes = checked_message("send", data, count, type, peer);
     guarded([&] {
@@ -120,7 +127,8 @@ class BasicComm {
       const auto* bytes_at = static_cast<const std::byte*>(data);
       for (std::size_t offset = 0, n = detail::message_count(bytes); n > 0; --n, offset += detail::kMaxMessageBytes) {
         requests.push_back(MPI_REQUEST_NULL);
-        check_mpi(MPI_Issend(bytes_at + offset, piece(bytes, offset), MPI_BYTE, peer, 0, e.p2p(), &requests.back()),
+        check_mpi(MPI_Issend(bytes_at + offset, piece(bytes, offset), MPI_BYTE, peer, n > 1 ? kMorePieces : kLastPiece,
+                             e.p2p(), &requests.back()),
                   "send", e.name(), "MPI_Issend");
       }
       e.wait(requests.data(), static_cast<int>(requests.size()),
@@ -140,18 +148,21 @@ class BasicComm {
         int arrived = 0;
         e.wait_for(
             [&] {
-              check_mpi(MPI_Iprobe(peer, 0, e.p2p(), &arrived, &status), "recv", e.name(), "MPI_Iprobe");
+              check_mpi(MPI_Iprobe(peer, MPI_ANY_TAG, e.p2p(), &arrived, &status), "recv", e.name(), "MPI_Iprobe");
               return arrived != 0;
             },
             [&] { return chorus::detail::concat("a message from rank ", peer); });
         int got = 0;
         MPI_Get_count(&status, MPI_BYTE, &got);
-        if (got != piece(bytes, offset)) {
-          throw make_error(ErrorCode::mismatch, "recv", e.name(), "rank ", peer, " sent ", bytes_sent(got, offset),
+        const bool last_sent = status.MPI_TAG == kLastPiece, last_expected = n == 1;
+        if (got != piece(bytes, offset) || last_sent != last_expected) {
+          throw make_error(ErrorCode::mismatch, "recv", e.name(), "rank ", peer, " sent ",
+                           last_sent ? chorus::detail::concat(offset + static_cast<std::size_t>(got))
+                                     : chorus::detail::concat("more than ", offset + static_cast<std::size_t>(got)),
                            " bytes; this recv expects ", bytes);
         }
-        check_mpi(MPI_Recv(bytes_at + offset, got, MPI_BYTE, peer, 0, e.p2p(), MPI_STATUS_IGNORE), "recv", e.name(),
-                  "MPI_Recv");
+        check_mpi(MPI_Recv(bytes_at + offset, got, MPI_BYTE, peer, status.MPI_TAG, e.p2p(), MPI_STATUS_IGNORE), "recv",
+                  e.name(), "MPI_Recv");
       }
     });
   }
@@ -169,12 +180,16 @@ class BasicComm {
     runtime::check_comm("split", state_ != nullptr);
     runtime::CallDescriptor call;
     call.kind = runtime::CallKind::split;
-    rendezvous("split", call);  // every rank is here, so MPI_Comm_split cannot block on a missing one
     detail::Endpoint& e = state_->endpoint;
+    e.begin("split", call);
     MPI_Comm part = MPI_COMM_NULL;
     guarded([&] {
+      // Every rank agrees before any enters MPI_Comm_split, which blocks until all have; nothing
+      // between the two can throw, so no rank that voted yes stays away.
+      e.agree();
       check_mpi(MPI_Comm_split(e.data(), color < 0 ? MPI_UNDEFINED : color, key, &part), "split", e.name(),
                 "MPI_Comm_split");
+      e.finish();
     });
     if (part == MPI_COMM_NULL) return BasicComm();
     BasicComm result(part, e.fault());
@@ -193,10 +208,12 @@ class BasicComm {
   BasicComm(MPI_Comm comm, std::shared_ptr<detail::FaultChannel> family)
       : state_(std::make_unique<State>(comm, std::move(family))) {}
 
+  static constexpr int kLastPiece = 0;
+  static constexpr int kMorePieces = 1;
+
   static int piece(std::size_t bytes, std::size_t offset) {
     return static_cast<int>(std::min(detail::kMaxMessageBytes, bytes - std::min(bytes, offset)));
   }
-  static std::size_t bytes_sent(int got, std::size_t offset) { return offset + static_cast<std::size_t>(got); }
 
   // Runs a call's communication; a failure in it releases every peer before it propagates.
   template <class Fn>

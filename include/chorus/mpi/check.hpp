@@ -18,7 +18,7 @@ inline std::string mpi_message(int code) {
   return std::string(text, static_cast<std::size_t>(length));
 }
 
-// MPI errors are peer_failed when they mean the other side is gone or broken, internal otherwise.
+// A truncated message means ranks disagree on a size (mismatch); any other MPI error is internal.
 inline void check_mpi(int code, const char* call, RankName rank, const char* function) {
   if (code == MPI_SUCCESS) return;
   int error_class = code;

@@ -43,7 +43,7 @@ class ScheduledCollectives {
         runtime::schedule_key(call, endpoint.size(), slice_elements(checked.element_size)), store_);
     const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
                                    checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
-    MessageTransport transport(endpoint, memory_);
+    MessageTransport transport(endpoint);
     runtime::interpret(endpoint.call(), endpoint.rank(), schedule, buffers,
                        runtime::StepMath{checked.element_size, ops, call.op}, transport);
     transport.finish();
@@ -52,7 +52,6 @@ class ScheduledCollectives {
  private:
   runtime::ScheduleStore store_;
   runtime::ScheduleCache cache_;
-  TransportMemory memory_;
 };
 
 }  // namespace detail

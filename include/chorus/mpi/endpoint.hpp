@@ -22,20 +22,13 @@
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/wait.hpp"
+#include "call_memory.hpp"
 #include "check.hpp"
 #include "fault_channel.hpp"
 
 namespace chorus::mpi::detail {
 
 inline constexpr int kDescriptorTag = 1;
-
-// A descriptor on the wire: fixed-width fields, no padding, so ranks built by different compilers agree.
-struct WireCall {
-  std::uint64_t sequence = 0;
-  std::uint64_t count = 0;
-  std::int32_t kind = 0, type = 0, op = 0, root = 0, pattern = 0, in_place = 0;
-};
-static_assert(sizeof(WireCall) == 40, "WireCall must have no padding");
 
 inline WireCall to_wire(const runtime::CallDescriptor& d, std::uint64_t sequence) {
   WireCall w;
@@ -103,10 +96,14 @@ class Endpoint {
   }
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
-  // After a failure, messages of the abandoned call may still be unmatched: the communicators are
-  // kept, not freed (see FaultChannel's destructor).
+  // After a failure, messages of the abandoned call may still be unmatched and MPI may still touch
+  // the call's memory: the communicators are kept (not freed, so MPI never gives their contexts
+  // to a new communicator) and the call memory is leaked, both on purpose.
   ~Endpoint() {
-    if (fault_->failed()) return;
+    if (fault_->failed()) {
+      static_cast<void>(memory_.release());
+      return;
+    }
     free_comm(data_);
     free_comm(control_);
     free_comm(p2p_);
@@ -122,6 +119,7 @@ class Endpoint {
   // The tag of the current collective's data messages (MPI guarantees tags up to 32767).
   int data_tag() const { return static_cast<int>(sequence_ & 0x7fff); }
   const char* call() const { return call_; }
+  CallMemory& memory() { return *memory_; }
 
   // Starts a call that exchanges no descriptor (send, recv): fails now if the family has failed.
   void start(const char* call) {
@@ -145,12 +143,43 @@ class Endpoint {
     mine_ = descriptor;
     checked_ = size_ == 1;
     if (checked_) return;
-    outgoing_ = to_wire(descriptor, sequence_);
-    incoming_ = WireCall{};
-    check_mpi(MPI_Isend(&outgoing_, sizeof(WireCall), MPI_BYTE, (rank_ + 1) % size_, kDescriptorTag, control_,
-                        &check_[0]), call_, name(), "MPI_Isend");
-    check_mpi(MPI_Irecv(&incoming_, sizeof(WireCall), MPI_BYTE, (rank_ + size_ - 1) % size_, kDescriptorTag,
-                        control_, &check_[1]), call_, name(), "MPI_Irecv");
+    memory_->outgoing = to_wire(descriptor, sequence_);
+    memory_->incoming = WireCall{};
+    check_mpi(MPI_Isend(&memory_->outgoing, sizeof(WireCall), MPI_BYTE, (rank_ + 1) % size_, kDescriptorTag,
+                        control_, &check_[0]), call_, name(), "MPI_Isend");
+    check_mpi(MPI_Irecv(&memory_->incoming, sizeof(WireCall), MPI_BYTE, previous(), kDescriptorTag, control_,
+                        &check_[1]), call_, name(), "MPI_Irecv");
+  }
+
+  // A global check for calls that must not start unless every rank makes the same one: MPI's
+  // blocking calls (MPI_Comm_split) and MPI's collectives, which abort the whole job on mismatched
+  // counts (their errors go to MPI_COMM_WORLD's fatal handler, not this communicator's). The ring
+  // check alone is not enough there: ranks whose neighbours agree would go ahead. One bounded
+  // MPI_Iallreduce of the descriptor's fields gives every rank their minimum and maximum; on any
+  // difference every rank throws mismatch, naming the ranks where the ring check can.
+  void agree() {
+    if (size_ == 1) return;
+    const WireCall& w = memory_->outgoing;
+    const std::int64_t fields[kAgreedFields] = {static_cast<std::int64_t>(w.sequence), w.kind, w.type,
+                                                static_cast<std::int64_t>(w.count), w.op, w.root, w.pattern,
+                                                w.in_place};
+    for (int i = 0; i < kAgreedFields; ++i) {
+      votes_[i] = fields[i];                   // the maximum
+      votes_[kAgreedFields + i] = -fields[i];  // minus the minimum
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, votes_, 2 * kAgreedFields, MPI_INT64_T, MPI_MAX, control_, &request), call_,
+              name(), "MPI_Iallreduce");
+    wait(&request, 1, [] { return std::string("every rank to agree on the call"); });
+    static const char* const kNames[kAgreedFields] = {"call number", "collective", "type", "count",
+                                                      "op",          "root",       "algorithm", "in-place"};
+    for (int i = 0; i < kAgreedFields; ++i) {
+      const std::int64_t low = -votes_[kAgreedFields + i], high = votes_[i];
+      if (low == high) continue;
+      finish();  // the neighbour's descriptor names ranks and values where it differs
+      throw make_error(ErrorCode::mismatch, call_, name(), "ranks disagree: ", kNames[i], " ", field_name(i, low),
+                       " on some ranks, ", field_name(i, high), " on others");
+    }
   }
 
   void finish() {
@@ -183,8 +212,8 @@ class Endpoint {
             grace_used_ = true;
             return timeout_ms_;
           }
-          throw make_error(ErrorCode::timeout, call_, name(), "no progress for ", timeout_ms_, " ms waiting for ",
-                           waiting_for(), " (CHORUS_TIMEOUT_MS)",
+          throw make_error(ErrorCode::timeout, call_, name(), "waited ", timeout_ms_, " ms for ", waiting_for(),
+                           " (CHORUS_TIMEOUT_MS)",
                            collective_ && !checked_
                                ? chorus::detail::concat("; rank ", previous(), " has not reached this call")
                                : std::string());
@@ -200,11 +229,15 @@ class Endpoint {
           int done = 0;
           const int code = MPI_Testall(count, requests, &done, statuses);
           if (code == MPI_ERR_IN_STATUS && statuses != MPI_STATUSES_IGNORE) {
+            // A longer message than expected means the ranks disagree: report that before any other
+            // error (MPI_ERR_PENDING marks requests that simply have not finished).
             for (int i = 0; i < count; ++i) {
               int error_class = MPI_SUCCESS;
               MPI_Error_class(statuses[i].MPI_ERROR, &error_class);
               if (error_class == MPI_ERR_TRUNCATE) mismatched_message("a peer sent a longer message than expected");
-              check_mpi(statuses[i].MPI_ERROR, call_, name(), "a message");
+            }
+            for (int i = 0; i < count; ++i) {
+              if (statuses[i].MPI_ERROR != MPI_ERR_PENDING) check_mpi(statuses[i].MPI_ERROR, call_, name(), "a message");
             }
           }
           check_mpi(code, call_, name(), "MPI_Testall");
@@ -224,13 +257,26 @@ class Endpoint {
   }
 
  private:
+  // A voted field's value as the descriptor check would print it.
+  static std::string field_name(int field, std::int64_t value) {
+    switch (field) {
+      case 1: return runtime::to_string(static_cast<runtime::CallKind>(value));
+      case 2: return to_string(static_cast<DataType>(value));
+      case 4: return to_string(static_cast<ReduceOp>(value));
+      case 6: return algo::to_string(static_cast<algo::Pattern>(value));
+      case 7: return value != 0 ? "yes" : "no";
+      default: return std::to_string(value);
+    }
+  }
+
   int previous() const { return (rank_ + size_ - 1) % size_; }
 
   void compare() {
     checked_ = true;
-    const runtime::CallDescriptor theirs = from_wire(incoming_);
-    if (incoming_.sequence != sequence_) {
-      throw make_error(ErrorCode::mismatch, call_, name(), "rank ", previous(), " is at call ", incoming_.sequence,
+    const WireCall& incoming = memory_->incoming;
+    const runtime::CallDescriptor theirs = from_wire(incoming);
+    if (incoming.sequence != sequence_) {
+      throw make_error(ErrorCode::mismatch, call_, name(), "rank ", previous(), " is at call ", incoming.sequence,
                        " (", runtime::to_string(theirs.kind), ") while this rank is at call ", sequence_, " (",
                        runtime::to_string(mine_.kind), "): a rank skipped or added a call");
     }
@@ -253,9 +299,10 @@ class Endpoint {
   bool checked_ = true;
   bool collective_ = false;
   bool grace_used_ = false;
-  WireCall outgoing_;
-  WireCall incoming_;
+  std::unique_ptr<CallMemory> memory_ = std::make_unique<CallMemory>();
   MPI_Request check_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  static constexpr int kAgreedFields = 8;
+  std::int64_t votes_[2 * kAgreedFields] = {};
 };
 
 }  // namespace chorus::mpi::detail

@@ -6,6 +6,8 @@
 // reads "released because rank R failed: <R's error>" and has R's code when that was mismatch or
 // timeout (the whole call failed for that reason), peer_failed otherwise. A channel that has failed
 // stays failed: the collectives in flight were abandoned half-way, so no later call can be trusted.
+// Communicators of one family may be used from different threads (a gradient reducer's thread on
+// the data-parallel one, the caller on another), so the channel's state is behind a mutex.
 #pragma once
 
 #include "mpi_header.hpp"
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <mutex>
 #include <string>
 
 #include "../core/error.hpp"
@@ -42,16 +45,20 @@ class FaultChannel {
   // let MPI reuse its context for a new communicator, where a stale report could be matched. So a
   // failed family's communicators are never freed (a few handles, once per failure).
   ~FaultChannel() {
-    if (!failed_) free_comm(comm_);
+    if (!failed()) free_comm(comm_);
   }
 
-  bool failed() const { return failed_; }
+  bool failed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failed_;
+  }
 
   // This rank's number on the channel (the rank in the communicator everything was split from).
   int rank() const { return rank_; }
 
   // Records the failure and sends it to every other rank; only the first is kept and sent.
   void raise(ErrorCode code, const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (failed_) return;
     failed_ = true;
     code_ = released_code(code);
@@ -72,29 +79,40 @@ class FaultChannel {
 
   // Throws if the channel failed here earlier or a peer's failure has arrived.
   void poll(const char* call, RankName rank) {
-    if (!failed_) {
-      int arrived = 0;
-      MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, comm_, &arrived, &status) == MPI_SUCCESS && arrived) {
-        std::array<char, kReasonBytes> incoming{};
-        MPI_Recv(incoming.data(), static_cast<int>(incoming.size()), MPI_CHAR, status.MPI_SOURCE, kAbortTag, comm_,
-                 MPI_STATUS_IGNORE);
-        failed_ = true;
-        incoming.back() = '\0';
-        code_ = released_code(static_cast<ErrorCode>(incoming[0]));
-        reason_ = chorus::detail::concat("released because rank ", status.MPI_SOURCE, " failed: ", incoming.data() + 1);
-      }
+    ErrorCode code = ErrorCode::peer_failed;
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!failed_) receive_report();
+      if (!failed_) return;
+      code = code_;
+      reason = reason_;
     }
-    if (failed_) throw make_error(code_, call, rank, reason_);
+    throw make_error(code, call, rank, reason);
   }
 
  private:
   static constexpr std::size_t kReasonBytes = 512;
 
+  // A matched probe (MPI_Improbe + MPI_Mrecv), so no other thread can take the report in between.
+  void receive_report() {
+    int arrived = 0;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    if (MPI_Improbe(MPI_ANY_SOURCE, kAbortTag, comm_, &arrived, &message, &status) != MPI_SUCCESS || !arrived) return;
+    std::array<char, kReasonBytes> incoming{};
+    MPI_Mrecv(incoming.data(), static_cast<int>(incoming.size()), MPI_CHAR, &message, MPI_STATUS_IGNORE);
+    incoming.back() = '\0';
+    failed_ = true;
+    code_ = released_code(static_cast<ErrorCode>(incoming[0]));
+    reason_ = chorus::detail::concat("released because rank ", status.MPI_SOURCE, " failed: ", incoming.data() + 1);
+  }
+
   static ErrorCode released_code(ErrorCode cause) {
     return cause == ErrorCode::mismatch || cause == ErrorCode::timeout ? cause : ErrorCode::peer_failed;
   }
 
+  mutable std::mutex mutex_;
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;

@@ -18,6 +18,7 @@
 #include "../algo/schedule.hpp"
 #include "../core/error.hpp"
 #include "../runtime/interpreter.hpp"
+#include "call_memory.hpp"
 #include "endpoint.hpp"
 
 namespace chorus::mpi::detail {
@@ -26,23 +27,16 @@ namespace chorus::mpi::detail {
 inline constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
 // Receives posted ahead of the one being waited for.
 inline constexpr std::size_t kReceiveWindow = 8;
+// Sends remembered before delivered ones are dropped.
+inline constexpr std::size_t kTrimAbove = 64;
 
 inline std::size_t message_count(std::size_t bytes) {
   return bytes == 0 ? 1 : (bytes + kMaxMessageBytes - 1) / kMaxMessageBytes;
 }
 
-// What a transport keeps between calls, so a call allocates nothing once sizes repeat.
-struct TransportMemory {
-  std::vector<std::byte> scratch;
-  std::vector<std::vector<std::byte>> spare_staging;
-  // Staging of receives abandoned after a failure: MPI may still write a receive it matched before
-  // the cancel, so these live as long as the communicator.
-  std::vector<std::vector<std::byte>> abandoned;
-};
-
 class MessageTransport {
  public:
-  MessageTransport(Endpoint& endpoint, TransportMemory& memory) : endpoint_(endpoint), memory_(memory) {}
+  explicit MessageTransport(Endpoint& endpoint) : endpoint_(endpoint), memory_(endpoint.memory()) {}
   MessageTransport(const MessageTransport&) = delete;
   MessageTransport& operator=(const MessageTransport&) = delete;
   ~MessageTransport() { abandon(); }
@@ -100,6 +94,7 @@ class MessageTransport {
 
   // The interpreter is about to write [dst, dst + bytes): sends still reading it must finish first.
   void before_write(std::size_t, std::byte* dst, std::size_t bytes) {
+    if (sends_.size() > kTrimAbove) forget_delivered();
     for (InFlight& send : sends_) {
       const bool overlaps = send.bytes > 0 && bytes > 0 && send.src < dst + bytes && dst < send.src + send.bytes;
       if (overlaps && !send.requests.empty()) wait_for(send);
@@ -149,6 +144,19 @@ class MessageTransport {
     }
   }
 
+  // Drops sends already delivered, so a call of many slices does not scan them all at every write.
+  void forget_delivered() {
+    for (InFlight& send : sends_) {
+      if (send.requests.empty()) continue;
+      int done = 0;
+      check_mpi(MPI_Testall(static_cast<int>(send.requests.size()), send.requests.data(), &done, MPI_STATUSES_IGNORE),
+                endpoint_.call(), endpoint_.name(), "MPI_Testall");
+      if (done) send.requests.clear();
+    }
+    sends_.erase(std::remove_if(sends_.begin(), sends_.end(), [](const InFlight& s) { return s.requests.empty(); }),
+                 sends_.end());
+  }
+
   void wait_for(InFlight& send) {
     if (send.requests.empty()) return;
     endpoint_.wait(send.requests.data(), static_cast<int>(send.requests.size()),
@@ -156,9 +164,9 @@ class MessageTransport {
     send.requests.clear();
   }
 
-  // After a failure: receives still posted are cancelled, their staging kept with the communicator
-  // (TransportMemory::abandoned); sends are left to complete on their own. The family has been told
-  // (Endpoint::fail), so peers stop sending.
+  // After a failure: receives still posted are cancelled, their staging kept with the call memory
+  // (which the failed communicator never frees); sends are left to complete on their own. The
+  // family has been told (Endpoint::fail), so peers stop sending.
   void abandon() {
     for (Posted& posted : posted_) {
       for (MPI_Request& request : posted.requests) {
@@ -176,7 +184,7 @@ class MessageTransport {
   }
 
   Endpoint& endpoint_;
-  TransportMemory& memory_;
+  CallMemory& memory_;
   const std::vector<algo::Step>* steps_ = nullptr;
   std::size_t element_size_ = 1;
   std::vector<std::size_t> receive_steps_;

@@ -2,8 +2,11 @@
 // (MPI_Iallreduce, MPI_Ibcast, ...), so a benchmark can set chorus's schedules beside the MPI
 // library's on the same processes. The checks around the call are chorus's: argument checks, the
 // per-call agreement check (a rank that skipped a call or passed another count gets
-// chorus::Error, where MPI would hang or misbehave), bounded waits and failure release. That is
+// chorus::Error, where MPI would hang or abort the job), bounded waits and failure release. That is
 // why it uses the nonblocking collectives: a blocking one cannot be abandoned when a peer fails.
+// Before posting, every rank agrees on the call (Endpoint::agree, one small MPI_Iallreduce): MPI
+// reports a collective's mismatched counts to MPI_COMM_WORLD's fatal handler, so a mismatched
+// collective must never be posted.
 //
 // Differences from mpi::Comm, all MPI's:
 //   - MPI picks the algorithm: anything but Algorithm::automatic is `unsupported`;
@@ -50,6 +53,8 @@ class NativeCollectives {
 
   void run(const runtime::CollectiveArgs& args, const runtime::CheckedCall& checked, const runtime::ElementOps*,
            Endpoint& endpoint) {
+    endpoint.agree();  // never post an MPI collective that the other ranks call differently
+    std::vector<std::byte>& staging = endpoint.memory().native_staging;
     const int count = static_cast<int>(args.count);
     const MPI_Datatype type = to_mpi(args.type);
     const MPI_Comm comm = endpoint.data();
@@ -84,17 +89,17 @@ class NativeCollectives {
         // In place, the result belongs at send + rank * count, which MPI_IN_PLACE does not do (it
         // leaves the result at the start): reduce into a staging block instead.
         function = "MPI_Ireduce_scatter_block";
-        staging_.resize(checked.buffers_alias ? block : 0);
-        code = MPI_Ireduce_scatter_block(send, checked.buffers_alias ? staging_.data() : recv, count, type,
+        staging.resize(checked.buffers_alias ? block : 0);
+        code = MPI_Ireduce_scatter_block(send, checked.buffers_alias ? staging.data() : recv, count, type,
                                          to_mpi(args.op, args.type), comm, &request);
         break;
       case Collective::all_to_all:
         // MPI forbids aliased send and receive buffers: in place sends from a copy.
         function = "MPI_Ialltoall";
         if (checked.buffers_alias) {
-          staging_.assign(static_cast<const std::byte*>(send),
+          staging.assign(static_cast<const std::byte*>(send),
                           static_cast<const std::byte*>(send) + block * static_cast<std::size_t>(endpoint.size()));
-          send = staging_.data();
+          send = staging.data();
         }
         code = MPI_Ialltoall(send, count, type, recv, count, type, comm, &request);
         break;
@@ -102,12 +107,9 @@ class NativeCollectives {
     check_mpi(code, endpoint.call(), endpoint.name(), function);
     endpoint.wait(&request, 1, [function] { return chorus::detail::concat(function, " to complete"); });
     if (args.collective == Collective::reduce_scatter && checked.buffers_alias && block > 0) {
-      std::memcpy(recv, staging_.data(), block);
+      std::memcpy(recv, staging.data(), block);
     }
   }
-
- private:
-  std::vector<std::byte> staging_;
 };
 
 }  // namespace detail

@@ -1,0 +1,31 @@
+// Memory MPI reads or writes while a call is in flight, kept per communicator so calls allocate
+// nothing once sizes repeat. After a failure MPI may still touch it (a receive matched before its
+// cancel, a send of the abandoned call still being read), so a failed communicator leaks this
+// block on purpose, together with its MPI communicators (Endpoint's destructor).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace chorus::mpi::detail {
+
+// A call descriptor on the wire: fixed-width fields, no padding, so ranks built by different
+// compilers agree.
+struct WireCall {
+  std::uint64_t sequence = 0;
+  std::uint64_t count = 0;
+  std::int32_t kind = 0, type = 0, op = 0, root = 0, pattern = 0, in_place = 0;
+};
+static_assert(sizeof(WireCall) == 40, "WireCall must have no padding");
+
+struct CallMemory {
+  WireCall outgoing;  // this rank's descriptor, sent to the next rank
+  WireCall incoming;  // the previous rank's
+  std::vector<std::byte> scratch;                      // schedules' scratch space
+  std::vector<std::vector<std::byte>> spare_staging;   // receive staging, reused
+  std::vector<std::vector<std::byte>> abandoned;       // staging of receives cancelled after a failure
+  std::vector<std::byte> native_staging;               // NativeComm's in-place copies
+};
+
+}  // namespace chorus::mpi::detail
