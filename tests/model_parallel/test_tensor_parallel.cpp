@@ -3,9 +3,9 @@
 // fake (tests/support/model_parallel_checks.hpp, which also runs under MPI).
 #include <catch2/catch.hpp>
 
-#include "host/harness.hpp"
-#include "support/mailbox_comm.hpp"
 #include "support/model_parallel_checks.hpp"
+#include "support/recording_comm.hpp"
+#include "support/run_on_every_communicator.hpp"
 
 #include <chorus/parallel/host_gemm.hpp>
 #include <chorus/parallel/tensor_parallel_mappings.hpp>
@@ -13,30 +13,10 @@
 #include <string>
 #include <vector>
 
-namespace {
+using support::run_on_every_communicator;  // on 1 to 4 ranks of host threads and of the mailbox fake
 
-using Failures = std::vector<std::vector<std::string>>;
-
-// Runs check(comm) on every rank of a host team and of a mailbox world; asserts on this thread.
-template <class Check>
-void on_every_communicator(const char* name, Check check) {
-  for (int ranks : {1, 2, 3, 4}) {
-    Failures host(static_cast<std::size_t>(ranks)), fake(static_cast<std::size_t>(ranks));
-    chorus::host::Team team(ranks);
-    harness::run(team, [&](chorus::host::Comm& comm) { host[static_cast<std::size_t>(comm.rank())] = check(comm); });
-    mailbox::run(ranks, [&](mailbox::Comm& comm) { fake[static_cast<std::size_t>(comm.rank())] = check(comm); });
-    for (int r = 0; r < ranks; ++r) {
-      INFO(name << ", " << ranks << " ranks, rank " << r);
-      CHECK(host[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-      CHECK(fake[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-    }
-  }
-}
-
-}  // namespace
-
-static_assert(chorus::check_communicator<mp_checks::CountingComm<chorus::host::Comm>>(),
-              "the counting wrapper keeps the communicator contract");
+static_assert(chorus::check_communicator<support::RecordingComm<chorus::host::Comm>>(),
+              "the recording wrapper keeps the communicator contract");
 
 TEST_CASE("gemm multiplies row-major matrices, transposed or not", "[tensor_parallel]") {
   using chorus::parallel::Transpose;
@@ -63,21 +43,22 @@ TEST_CASE("columns_of_rank and rows_of_rank cut the blocks Megatron gives each r
 }
 
 TEST_CASE("column-parallel linear equals the full layer; backward all-reduces dX once", "[tensor_parallel]") {
-  on_every_communicator("column", [](auto& comm) { return mp_checks::column_parallel_checks(comm); });
+  run_on_every_communicator("column", [](auto& comm) { return mp_checks::column_parallel_checks(comm); });
 }
 
 TEST_CASE("row-parallel linear equals the full layer; forward all-reduces once, bias added once", "[tensor_parallel]") {
-  on_every_communicator("row", [](auto& comm) { return mp_checks::row_parallel_checks(comm); });
+  run_on_every_communicator("row", [](auto& comm) { return mp_checks::row_parallel_checks(comm); });
 }
 
 TEST_CASE("parallel MLP equals the unsplit MLP with one all-reduce forward and one backward", "[tensor_parallel]") {
-  on_every_communicator("mlp", [](auto& comm) { return mp_checks::mlp_checks(comm); });
+  run_on_every_communicator("mlp", [](auto& comm) { return mp_checks::mlp_checks(comm); });
 }
 
 TEST_CASE("sequence-parallel MLP: all-gather and reduce-scatter instead of all-reduce", "[tensor_parallel]") {
-  on_every_communicator("sequence parallel", [](auto& comm) { return mp_checks::sequence_parallel_mlp_checks(comm); });
+  run_on_every_communicator("sequence parallel",
+                            [](auto& comm) { return mp_checks::sequence_parallel_mlp_checks(comm); });
 }
 
 TEST_CASE("tensor-parallel layers refuse bad sizes, naming the call and the value", "[tensor_parallel]") {
-  on_every_communicator("errors", [](auto& comm) { return mp_checks::tensor_parallel_error_checks(comm); });
+  run_on_every_communicator("errors", [](auto& comm) { return mp_checks::tensor_parallel_error_checks(comm); });
 }

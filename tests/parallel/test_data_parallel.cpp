@@ -10,7 +10,7 @@
 
 #include "host/harness.hpp"
 #include "support/data_parallel_checks.hpp"
-#include "support/mailbox_comm.hpp"
+#include "support/run_on_every_communicator.hpp"
 
 #include <atomic>
 #include <stdexcept>
@@ -55,34 +55,10 @@ void check_plan_rules(const std::vector<TensorSpec>& tensors, const chorus::para
   CHECK(seen == std::vector<int>(tensors.size(), 1));
 }
 
-template <class Check>
-void on_host(Check check, std::vector<int> rank_counts = {1, 2, 3, 4}) {
-  for (int ranks : rank_counts) {
-    chorus::host::Team team(ranks);
-    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
-    harness::run(team, [&](chorus::host::Comm& comm) { failures[static_cast<std::size_t>(comm.rank())] = check(comm); });
-    for (int r = 0; r < ranks; ++r) {
-      INFO("host, " << ranks << " ranks, rank " << r);
-      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-    }
-  }
-}
+// The cross-rank checks run on 1 to 4 host ranks and on 1, 3 and 4 mailbox ranks.
+const support::RankCounts kRanks{{1, 2, 3, 4}, {1, 3, 4}};
 
-template <class Check>
-void on_mailbox(Check check, std::vector<int> rank_counts = {1, 3, 4}) {
-  for (int ranks : rank_counts) {
-    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
-    mailbox::run(ranks, [&](mailbox::Comm& comm) { failures[static_cast<std::size_t>(comm.rank())] = check(comm); });
-    for (int r = 0; r < ranks; ++r) {
-      INFO("mailbox, " << ranks << " ranks, rank " << r);
-      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-    }
-  }
-}
-
-#define ON_EVERY_COMM(check)                               \
-  on_host([](auto& comm) { return check(comm); });         \
-  on_mailbox([](auto& comm) { return check(comm); })
+#define ON_EVERY_COMM(check) support::run_on_every_communicator(#check, [](auto& comm) { return check(comm); }, kRanks)
 
 }  // namespace
 

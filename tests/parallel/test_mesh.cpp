@@ -8,7 +8,7 @@
 
 #include "host/harness.hpp"
 #include "support/data_parallel_checks.hpp"
-#include "support/mailbox_comm.hpp"
+#include "support/run_on_every_communicator.hpp"
 
 #include <string>
 #include <vector>
@@ -70,35 +70,13 @@ TEST_CASE("Mesh rejects impossible layouts and lookups with chorus::Error", "[pa
   CHECK_THROWS_AS(mesh.groups("cp"), chorus::Error);
 }
 
-template <class Run>
-void expect_no_failures(int ranks, Run&& run) {
-  std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
-  run(failures);
-  for (int r = 0; r < ranks; ++r) {
-    INFO(ranks << " ranks, rank " << r);
-    CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-  }
-}
-
 TEST_CASE("MeshComms splits one communicator per dimension on host threads", "[parallel][mesh][host]") {
-  for (int ranks : {1, 2, 3, 4, 8}) {  // 8: tp 2 x dp 2 x pp 2
-    chorus::host::Team team(ranks);
-    expect_no_failures(ranks, [&](auto& failures) {
-      harness::run(team, [&](chorus::host::Comm& comm) {
-        failures[static_cast<std::size_t>(comm.rank())] = dp_checks::check_mesh_comms(comm);
-      });
-    });
-  }
+  // 8: tp 2 x dp 2 x pp 2
+  support::run_on_host("mesh comms", {1, 2, 3, 4, 8}, [](auto& comm) { return dp_checks::check_mesh_comms(comm); });
 }
 
 TEST_CASE("MeshComms splits one communicator per dimension on the mailbox fake", "[parallel][mesh][mailbox]") {
-  for (int ranks : {4, 8}) {
-    expect_no_failures(ranks, [&](auto& failures) {
-      mailbox::run(ranks, [&](mailbox::Comm& comm) {
-        failures[static_cast<std::size_t>(comm.rank())] = dp_checks::check_mesh_comms(comm);
-      });
-    });
-  }
+  support::run_on_mailbox("mesh comms", {4, 8}, [](auto& comm) { return dp_checks::check_mesh_comms(comm); });
 }
 
 TEST_CASE("MeshComms refuses a mesh of another size than the communicator", "[parallel][mesh][host]") {

@@ -6,9 +6,8 @@
 #include <chorus/host.hpp>
 #include <chorus/parallel/distributed_sampler.hpp>
 
-#include "host/harness.hpp"
 #include "support/data_parallel_checks.hpp"
-#include "support/mailbox_comm.hpp"
+#include "support/run_on_every_communicator.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -122,20 +121,6 @@ TEST_CASE("DistributedSampler rejects no replicas and ranks outside them", "[par
 
 TEST_CASE("Every rank's slice interleaves into one epoch order, on host threads and the mailbox fake",
           "[parallel][sampler]") {
-  for (int ranks : {1, 2, 3, 4}) {
-    chorus::host::Team team(ranks);
-    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
-    harness::run(team, [&](chorus::host::Comm& comm) {
-      failures[static_cast<std::size_t>(comm.rank())] = dp_checks::check_sampler(comm);
-    });
-    for (int r = 0; r < ranks; ++r) {
-      INFO("host, " << ranks << " ranks, rank " << r);
-      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-    }
-  }
-  std::vector<std::vector<std::string>> failures(3);
-  mailbox::run(3, [&](mailbox::Comm& comm) {
-    failures[static_cast<std::size_t>(comm.rank())] = dp_checks::check_sampler(comm);
-  });
-  for (const auto& f : failures) CHECK(f == std::vector<std::string>{});
+  support::run_on_every_communicator("sampler", [](auto& comm) { return dp_checks::check_sampler(comm); },
+                                     {{1, 2, 3, 4}, {3}});
 }

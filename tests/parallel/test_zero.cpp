@@ -10,7 +10,7 @@
 
 #include "host/harness.hpp"
 #include "support/data_parallel_checks.hpp"
-#include "support/mailbox_comm.hpp"
+#include "support/run_on_every_communicator.hpp"
 
 #include <cmath>
 #include <string>
@@ -50,27 +50,9 @@ TEST_CASE("Adam follows torch.optim.Adam's bias-corrected update", "[parallel][o
 }
 
 TEST_CASE("ZeRO-1 equals plain data parallelism with SGD momentum and with Adam", "[parallel][zero]") {
-  for (int ranks : {1, 2, 3, 4}) {  // 3: 16 elements do not divide, so the last shard is padded
-    chorus::host::Team team(ranks);
-    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
-    harness::run(team, [&](chorus::host::Comm& comm) {
-      failures[static_cast<std::size_t>(comm.rank())] = dp_checks::check_zero(comm);
-    });
-    for (int r = 0; r < ranks; ++r) {
-      INFO("host, " << ranks << " ranks, rank " << r);
-      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-    }
-  }
-  for (int ranks : {3, 4}) {
-    std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
-    mailbox::run(ranks, [&](mailbox::Comm& comm) {
-      failures[static_cast<std::size_t>(comm.rank())] = dp_checks::check_zero(comm);
-    });
-    for (int r = 0; r < ranks; ++r) {
-      INFO("mailbox, " << ranks << " ranks, rank " << r);
-      CHECK(failures[static_cast<std::size_t>(r)] == std::vector<std::string>{});
-    }
-  }
+  // 3: 16 elements do not divide, so the last shard is padded
+  support::run_on_every_communicator("ZeRO-1", [](auto& comm) { return dp_checks::check_zero(comm); },
+                                     {{1, 2, 3, 4}, {3, 4}});
 }
 
 TEST_CASE("ZeroRedundancyOptimizer rejects what it cannot shard", "[parallel][zero]") {

@@ -17,13 +17,13 @@
 #include <chorus/parallel/sgd.hpp>
 #include <chorus/parallel/zero_redundancy_optimizer.hpp>
 
+#include "recording_comm.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -36,143 +36,10 @@ using chorus::ReduceOp;
 using chorus::detail::concat;
 namespace par = chorus::parallel;
 
-// ---- A communicator that records its calls, around any other (thread-safe: the reducer's
-// communication thread calls it while the rank's thread reads the log).
-
-struct CallRecord {
-  std::string name;
-  std::size_t count;
-  DataType type;
-};
-
-class CallLog {
- public:
-  void add(const char* name, std::size_t count, DataType type) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    calls_.push_back({name, count, type});
-  }
-  std::vector<CallRecord> calls(const std::string& name) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<CallRecord> matching;
-    for (const CallRecord& c : calls_) {
-      if (c.name == name) matching.push_back(c);
-    }
-    return matching;
-  }
-  std::size_t count(const std::string& name) const { return calls(name).size(); }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<CallRecord> calls_;
-};
-
-template <class Inner>
-class CountingComm {
- public:
-  explicit CountingComm(Inner& inner) : inner_(&inner) {}
-
-  const CallLog& log() const { return *log_; }
-  // From now on every all_reduce throws instead of communicating (set before other threads use it).
-  void fail_all_reduces() { fail_all_reduces_ = true; }
-  int rank() const { return inner_->rank(); }
-  int size() const { return inner_->size(); }
-
-  template <class T>
-  void all_reduce(const T* s, T* r, std::size_t c, ReduceOp op, chorus::Algorithm a = chorus::Algorithm::automatic) {
-    log_->add("all_reduce", c, chorus::data_type_v<T>);
-    if (fail_all_reduces_) throw injected();
-    inner_->all_reduce(s, r, c, op, a);
-  }
-  template <class T>
-  void broadcast(const T* s, T* r, std::size_t c, int root) {
-    log_->add("broadcast", c, chorus::data_type_v<T>);
-    inner_->broadcast(s, r, c, root);
-  }
-  template <class T>
-  void reduce(const T* s, T* r, std::size_t c, ReduceOp op, int root) {
-    log_->add("reduce", c, chorus::data_type_v<T>);
-    inner_->reduce(s, r, c, op, root);
-  }
-  template <class T>
-  void all_gather(const T* s, T* r, std::size_t c) {
-    log_->add("all_gather", c, chorus::data_type_v<T>);
-    inner_->all_gather(s, r, c);
-  }
-  template <class T>
-  void reduce_scatter(const T* s, T* r, std::size_t c, ReduceOp op) {
-    log_->add("reduce_scatter", c, chorus::data_type_v<T>);
-    inner_->reduce_scatter(s, r, c, op);
-  }
-  template <class T>
-  void all_to_all(const T* s, T* r, std::size_t c) {
-    log_->add("all_to_all", c, chorus::data_type_v<T>);
-    inner_->all_to_all(s, r, c);
-  }
-  template <class T>
-  void send(const T* d, std::size_t c, int peer) {
-    log_->add("send", c, chorus::data_type_v<T>);
-    inner_->send(d, c, peer);
-  }
-  template <class T>
-  void recv(T* d, std::size_t c, int peer) {
-    log_->add("recv", c, chorus::data_type_v<T>);
-    inner_->recv(d, c, peer);
-  }
-
-  void all_reduce(const void* s, void* r, std::size_t c, DataType t, ReduceOp op,
-                  chorus::Algorithm a = chorus::Algorithm::automatic) {
-    log_->add("all_reduce", c, t);
-    if (fail_all_reduces_) throw injected();
-    inner_->all_reduce(s, r, c, t, op, a);
-  }
-  void broadcast(const void* s, void* r, std::size_t c, DataType t, int root) {
-    log_->add("broadcast", c, t);
-    inner_->broadcast(s, r, c, t, root);
-  }
-  void reduce(const void* s, void* r, std::size_t c, DataType t, ReduceOp op, int root) {
-    log_->add("reduce", c, t);
-    inner_->reduce(s, r, c, t, op, root);
-  }
-  void all_gather(const void* s, void* r, std::size_t c, DataType t) {
-    log_->add("all_gather", c, t);
-    inner_->all_gather(s, r, c, t);
-  }
-  void reduce_scatter(const void* s, void* r, std::size_t c, DataType t, ReduceOp op) {
-    log_->add("reduce_scatter", c, t);
-    inner_->reduce_scatter(s, r, c, t, op);
-  }
-  void all_to_all(const void* s, void* r, std::size_t c, DataType t) {
-    log_->add("all_to_all", c, t);
-    inner_->all_to_all(s, r, c, t);
-  }
-  void send(const void* d, std::size_t c, DataType t, int peer) {
-    log_->add("send", c, t);
-    inner_->send(d, c, t, peer);
-  }
-  void recv(void* d, std::size_t c, DataType t, int peer) {
-    log_->add("recv", c, t);
-    inner_->recv(d, c, t, peer);
-  }
-  void barrier() {
-    log_->add("barrier", 0, DataType::uint8);
-    inner_->barrier();
-  }
-  CountingComm split(int color, int key) {
-    CountingComm child(*inner_);
-    child.owned_ = std::make_shared<Inner>(inner_->split(color, key));
-    child.inner_ = child.owned_.get();
-    return child;
-  }
-
- private:
-  chorus::Error injected() const {
-    return chorus::make_error(chorus::ErrorCode::internal, "all_reduce", rank(), "injected failure");
-  }
-  Inner* inner_;
-  bool fail_all_reduces_ = false;
-  std::shared_ptr<Inner> owned_;  // set for communicators this wrapper split off
-  std::shared_ptr<CallLog> log_ = std::make_shared<CallLog>();
-};
+// The communicator that records its calls (tests/support/recording_comm.hpp).
+using support::Call;
+using support::CallLog;
+using support::RecordingComm;
 
 // ---- Small helpers.
 
@@ -379,7 +246,7 @@ inline par::ReducerOptions five_tensor_options(bool overlap) {
 
 inline std::vector<std::size_t> launched_counts(const CallLog& log) {
   std::vector<std::size_t> counts;
-  for (const CallRecord& c : log.calls("all_reduce")) counts.push_back(c.count);
+  for (const Call& c : log.calls("all_reduce")) counts.push_back(c.count);
   return counts;
 }
 
@@ -394,9 +261,9 @@ std::vector<std::string> check_bucket_launch_order(Comm& base) {
     const std::string mode = overlap ? " (overlap)" : " (no overlap)";
     // In ready order: each bucket's all-reduce starts before the next tensor is marked.
     {
-      CountingComm<Comm> comm(base);
+      RecordingComm<Comm> comm(base);
       FiveTensors five(r);
-      par::GradientReducer<CountingComm<Comm>> reducer(comm, five.views(), five_tensor_options(overlap));
+      par::GradientReducer<RecordingComm<Comm>> reducer(comm, five.views(), five_tensor_options(overlap));
       const par::BucketPlan& plan = reducer.plan();
       f.expect(plan.buckets.size() == 3 && plan.buckets[0].tensors == std::vector<std::size_t>{4} &&
                    plan.buckets[1].tensors == std::vector<std::size_t>{3, 2} &&
@@ -422,9 +289,9 @@ std::vector<std::string> check_bucket_launch_order(Comm& base) {
     }
     // Out of order: buckets 2 and 1 fill first and wait for bucket 0.
     {
-      CountingComm<Comm> comm(base);
+      RecordingComm<Comm> comm(base);
       FiveTensors five(r);
-      par::GradientReducer<CountingComm<Comm>> reducer(comm, five.views(), five_tensor_options(overlap));
+      par::GradientReducer<RecordingComm<Comm>> reducer(comm, five.views(), five_tensor_options(overlap));
       for (std::size_t t : {0, 1, 2, 3}) reducer.mark_ready(t);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       f.expect(comm.log().count("all_reduce") == 0,
@@ -449,12 +316,12 @@ std::vector<std::string> check_no_sync(Comm& base) {
   static_assert(chorus::is_communicator_v<Comm>, "data-parallel checks run on chorus communicators");
   Failures f;
   const int n = base.size(), r = base.rank();
-  CountingComm<Comm> comm(base);
+  RecordingComm<Comm> comm(base);
   FiveTensors five(r);
   for (auto& g : five.grads) std::fill(g.begin(), g.end(), 0.0f);
   par::ReducerOptions options = five_tensor_options(true);
   options.average = true;
-  par::GradientReducer<CountingComm<Comm>> reducer(comm, five.views(), options);
+  par::GradientReducer<RecordingComm<Comm>> reducer(comm, five.views(), options);
   // Micro-step k adds n * (r + k + i % 4): its average over ranks is exact.
   auto micro_step = [&](int k) {
     for (std::size_t t = 5; t-- > 0;) {  // backward: the last tensor's gradient first
@@ -497,20 +364,21 @@ std::vector<std::string> check_compression(Comm& base) {
   const int n = base.size(), r = base.rank();
   for (auto [compression, wire] : {std::pair{par::GradientCompression::fp16, DataType::float16},
                                    std::pair{par::GradientCompression::bf16, DataType::bfloat16}}) {
-    CountingComm<Comm> comm(base);
+    RecordingComm<Comm> comm(base);
     std::vector<float> g(300);
     std::vector<double> h(7);
     for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(n * (r + static_cast<int>(i % 5) - 2));
     for (std::size_t i = 0; i < h.size(); ++i) h[i] = n * (r - static_cast<double>(i));
     par::ReducerOptions options;
     options.compression = compression;
-    par::GradientReducer<CountingComm<Comm>> reducer(comm, {par::param_view("g", g), par::param_view("h", h)}, options);
+    par::GradientReducer<RecordingComm<Comm>> reducer(comm, {par::param_view("g", g), par::param_view("h", h)},
+                                                      options);
     reducer.mark_ready(1);
     reducer.mark_ready(0);
     reducer.finish();
-    const std::vector<CallRecord> calls = comm.log().calls("all_reduce");
+    const std::vector<Call> calls = comm.log().calls("all_reduce");
     bool all_wire = calls.size() == 2;
-    for (const CallRecord& c : calls) all_wire = all_wire && c.type == wire;
+    for (const Call& c : calls) all_wire = all_wire && c.type == wire;
     f.expect(all_wire, concat("compressed buckets did not travel as ", chorus::to_string(wire), " on rank ", r));
     const double rank_mean = (n - 1) / 2.0;
     bool ok = true;
@@ -588,9 +456,9 @@ std::vector<std::string> check_comm_thread_error(Comm& base) {
   Failures f;
   for (bool overlap : {true, false}) {
     const std::string mode = overlap ? " (overlap)" : " (no overlap)";
-    CountingComm<Comm> comm(base);
+    RecordingComm<Comm> comm(base);
     FiveTensors five(base.rank());
-    par::GradientReducer<CountingComm<Comm>> reducer(comm, five.views(), five_tensor_options(overlap));
+    par::GradientReducer<RecordingComm<Comm>> reducer(comm, five.views(), five_tensor_options(overlap));
     comm.fail_all_reduces();
     expect_error(f, "a failed all-reduce" + mode, ErrorCode::internal, {"injected failure"}, [&] {
       for (std::size_t t : {4, 3, 2, 1, 0}) reducer.mark_ready(t);
@@ -626,11 +494,11 @@ std::vector<std::string> check_zero_equals_dp(Comm& base, const Optimizer& proto
     for (std::size_t t = 0; t < tensors.size(); ++t) v.push_back(par::param_view(concat(prefix, t), tensors[t]));
     return v;
   };
-  CountingComm<Comm> comm(base);
+  RecordingComm<Comm> comm(base);
   par::GradientReducer<Comm> reducer(base, views(dp_grads, "g"));
   Optimizer full = prototype;
-  par::ZeroRedundancyOptimizer<CountingComm<Comm>, Optimizer> zero(comm, views(zero_params, "p"),
-                                                                   views(zero_grads, "g"), prototype);
+  par::ZeroRedundancyOptimizer<RecordingComm<Comm>, Optimizer> zero(comm, views(zero_params, "p"),
+                                                                    views(zero_grads, "g"), prototype);
   for (int step = 0; step < 3; ++step) {
     // Rank-, step- and parameter-dependent gradients, computed alike on both paths.
     auto gradient = [&](std::size_t t, std::size_t i, float param) {
@@ -670,9 +538,9 @@ std::vector<std::string> check_zero_equals_dp(Comm& base, const Optimizer& proto
                full.state_elements() == state_per_element * total,
            concat(name, ": optimizer state ", zero.optimizer().state_elements(), " elements on rank ", r,
                   ", expected ", state_per_element, " x ", shard));
-  const std::vector<CallRecord> rs = comm.log().calls("reduce_scatter"), ag = comm.log().calls("all_gather");
+  const std::vector<Call> rs = comm.log().calls("reduce_scatter"), ag = comm.log().calls("all_gather");
   bool shard_sized = rs.size() == 3 && comm.log().count("all_reduce") == 0;
-  for (const CallRecord& c : rs) shard_sized = shard_sized && c.count == shard;
+  for (const Call& c : rs) shard_sized = shard_sized && c.count == shard;
   // verify_parameter_shapes' two all_gathers come first; then one per step.
   shard_sized = shard_sized && ag.size() == 5;
   for (std::size_t i = 2; i < ag.size(); ++i) shard_sized = shard_sized && ag[i].count == shard;
@@ -695,9 +563,9 @@ std::vector<std::string> check_local_sgd(Comm& base) {
   static_assert(chorus::is_communicator_v<Comm>, "data-parallel checks run on chorus communicators");
   Failures f;
   const int n = base.size(), r = base.rank();
-  CountingComm<Comm> comm(base);
+  RecordingComm<Comm> comm(base);
   std::vector<float> p(6, 1.0f), g(6);
-  par::LocalSgd<CountingComm<Comm>> local(comm, {par::param_view("p", p)}, 2);
+  par::LocalSgd<RecordingComm<Comm>> local(comm, {par::param_view("p", p)}, 2);
   std::vector<bool> averaged;
   for (int step = 0; step < 4; ++step) {
     for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(r + step + static_cast<int>(i));

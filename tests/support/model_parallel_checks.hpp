@@ -16,11 +16,12 @@
 #include <chorus/parallel/pipeline_simulator.hpp>
 #include <chorus/parallel/row_parallel_linear.hpp>
 
+#include "recording_comm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <map>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,124 +31,10 @@ namespace mp_checks {
 using chorus::detail::concat;
 namespace par = chorus::parallel;
 
-// ---- A communicator that counts the calls made through it and forwards each to an inner one, so
-// a check can prove how many collectives a layer issues. It keeps the contract itself.
-
-struct Counts {
-  int all_reduce = 0, broadcast = 0, reduce = 0, all_gather = 0, reduce_scatter = 0, all_to_all = 0;
-  int send = 0, recv = 0, barrier = 0, split = 0;
-  std::size_t all_reduce_elements = 0;  // summed count arguments: the volume each rank contributes
-  std::size_t all_gather_elements = 0;
-  std::size_t reduce_scatter_elements = 0;
-  int collectives() const { return all_reduce + broadcast + reduce + all_gather + reduce_scatter + all_to_all; }
-};
-
-template <class Inner>
-class CountingComm {
- public:
-  explicit CountingComm(Inner& inner) : inner_(&inner) {}
-  explicit CountingComm(std::unique_ptr<Inner> owned) : owned_(std::move(owned)), inner_(owned_.get()) {}
-
-  Counts counts;
-  void reset() { counts = Counts{}; }
-
-  int rank() const { return inner_->rank(); }
-  int size() const { return inner_->size(); }
-
-  template <class T>
-  void all_reduce(const T* s, T* r, std::size_t n, chorus::ReduceOp op, chorus::Algorithm a = chorus::Algorithm::automatic) {
-    ++counts.all_reduce;
-    counts.all_reduce_elements += n;
-    inner_->all_reduce(s, r, n, op, a);
-  }
-  template <class T>
-  void broadcast(const T* s, T* r, std::size_t n, int root) {
-    ++counts.broadcast;
-    inner_->broadcast(s, r, n, root);
-  }
-  template <class T>
-  void reduce(const T* s, T* r, std::size_t n, chorus::ReduceOp op, int root) {
-    ++counts.reduce;
-    inner_->reduce(s, r, n, op, root);
-  }
-  template <class T>
-  void all_gather(const T* s, T* r, std::size_t n) {
-    ++counts.all_gather;
-    counts.all_gather_elements += n;
-    inner_->all_gather(s, r, n);
-  }
-  template <class T>
-  void reduce_scatter(const T* s, T* r, std::size_t n, chorus::ReduceOp op) {
-    ++counts.reduce_scatter;
-    counts.reduce_scatter_elements += n;
-    inner_->reduce_scatter(s, r, n, op);
-  }
-  template <class T>
-  void all_to_all(const T* s, T* r, std::size_t n) {
-    ++counts.all_to_all;
-    inner_->all_to_all(s, r, n);
-  }
-  template <class T>
-  void send(const T* d, std::size_t n, int peer) {
-    ++counts.send;
-    inner_->send(d, n, peer);
-  }
-  template <class T>
-  void recv(T* d, std::size_t n, int peer) {
-    ++counts.recv;
-    inner_->recv(d, n, peer);
-  }
-
-  void all_reduce(const void* s, void* r, std::size_t n, chorus::DataType t, chorus::ReduceOp op,
-                  chorus::Algorithm a = chorus::Algorithm::automatic) {
-    ++counts.all_reduce;
-    counts.all_reduce_elements += n;
-    inner_->all_reduce(s, r, n, t, op, a);
-  }
-  void broadcast(const void* s, void* r, std::size_t n, chorus::DataType t, int root) {
-    ++counts.broadcast;
-    inner_->broadcast(s, r, n, t, root);
-  }
-  void reduce(const void* s, void* r, std::size_t n, chorus::DataType t, chorus::ReduceOp op, int root) {
-    ++counts.reduce;
-    inner_->reduce(s, r, n, t, op, root);
-  }
-  void all_gather(const void* s, void* r, std::size_t n, chorus::DataType t) {
-    ++counts.all_gather;
-    counts.all_gather_elements += n;
-    inner_->all_gather(s, r, n, t);
-  }
-  void reduce_scatter(const void* s, void* r, std::size_t n, chorus::DataType t, chorus::ReduceOp op) {
-    ++counts.reduce_scatter;
-    counts.reduce_scatter_elements += n;
-    inner_->reduce_scatter(s, r, n, t, op);
-  }
-  void all_to_all(const void* s, void* r, std::size_t n, chorus::DataType t) {
-    ++counts.all_to_all;
-    inner_->all_to_all(s, r, n, t);
-  }
-  void send(const void* d, std::size_t n, chorus::DataType t, int peer) {
-    ++counts.send;
-    inner_->send(d, n, t, peer);
-  }
-  void recv(void* d, std::size_t n, chorus::DataType t, int peer) {
-    ++counts.recv;
-    inner_->recv(d, n, t, peer);
-  }
-  void barrier() {
-    ++counts.barrier;
-    inner_->barrier();
-  }
-  CountingComm split(int color, int key) {
-    ++counts.split;
-    return CountingComm(std::make_unique<Inner>(inner_->split(color, key)));
-  }
-
- private:
-  std::unique_ptr<Inner> owned_;  // set for a communicator made by split
-  Inner* inner_;
-};
-
+// The communicator that records its calls (tests/support/recording_comm.hpp): a check proves how
+// many collectives a layer issues.
+using support::CallLog;
+using support::RecordingComm;
 
 // ---- Plain references, computed the obvious way on every rank.
 
@@ -232,9 +119,11 @@ class Failures {
   std::vector<std::string> failures_;
 };
 
-inline std::string describe(const Counts& c) {
-  return concat(c.all_reduce, " all_reduce, ", c.all_gather, " all_gather, ", c.reduce_scatter, " reduce_scatter, ",
-                c.collectives() - c.all_reduce - c.all_gather - c.reduce_scatter, " other collectives");
+inline std::string describe(const CallLog& c) {
+  const std::size_t all_reduce = c.count("all_reduce"), all_gather = c.count("all_gather");
+  const std::size_t reduce_scatter = c.count("reduce_scatter");
+  return concat(all_reduce, " all_reduce, ", all_gather, " all_gather, ", reduce_scatter, " reduce_scatter, ",
+                c.collectives() - all_reduce - all_gather - reduce_scatter, " other collectives");
 }
 
 // ---- Tensor parallel: split layers equal the unsplit layer, with Megatron's collectives.
@@ -254,18 +143,19 @@ std::vector<std::string> column_parallel_checks(Comm& base) {
   const auto dw = mul(transpose(x, rows, in), dy, in, rows, out);
   const auto db = column_sums(dy, out);
   for (bool gather : {false, true}) {
-    CountingComm<Comm> comm(base);
-    par::ColumnParallelLinear<CountingComm<Comm>> layer(comm, in, out, par::ColumnParallelOptions{gather, false});
+    RecordingComm<Comm> comm(base);
+    const CallLog& log = comm.log();
+    par::ColumnParallelLinear<RecordingComm<Comm>> layer(comm, in, out, par::ColumnParallelOptions{gather, false});
     layer.load_full(w, b);
     const std::string where = concat("ColumnParallelLinear(gather_output=", gather, ") on rank ", r, " of ", t);
     const auto got_y = layer.forward(x);
-    f.expect(comm.counts.collectives() == (gather ? 1 : 0) && comm.counts.all_gather == (gather ? 1 : 0),
-             concat(where, ": forward made ", describe(comm.counts), ", expected ", gather ? "one all_gather" : "none"));
+    f.expect(log.collectives() == (gather ? 1 : 0) && log.count("all_gather") == (gather ? 1 : 0),
+             concat(where, ": forward made ", describe(log), ", expected ", gather ? "one all_gather" : "none"));
     f.close(where + ": output", got_y, gather ? y : column_block(y, out, r, t));
     comm.reset();
     const auto got_dx = layer.backward(x, gather ? dy : column_block(dy, out, r, t));
-    f.expect(comm.counts.all_reduce == 1 && comm.counts.collectives() == 1 && comm.counts.all_reduce_elements == rows * in,
-             concat(where, ": backward made ", describe(comm.counts), " (", comm.counts.all_reduce_elements,
+    f.expect(log.count("all_reduce") == 1 && log.collectives() == 1 && log.elements("all_reduce") == rows * in,
+             concat(where, ": backward made ", describe(log), " (", log.elements("all_reduce"),
                     " floats reduced), expected one all_reduce of ", rows * in));
     f.close(where + ": dX", got_dx, dx);
     f.close(where + ": weight grad", layer.weight_grad, column_block(dw, out, r, t));
@@ -289,19 +179,20 @@ std::vector<std::string> row_parallel_checks(Comm& base) {
   const auto dw = mul(transpose(x, rows, in), dy, in, rows, out);
   const auto db = column_sums(dy, out);
   for (bool input_is_parallel : {true, false}) {
-    CountingComm<Comm> comm(base);
-    par::RowParallelLinear<CountingComm<Comm>> layer(comm, in, out, par::RowParallelOptions{input_is_parallel, false});
+    RecordingComm<Comm> comm(base);
+    const CallLog& log = comm.log();
+    par::RowParallelLinear<RecordingComm<Comm>> layer(comm, in, out, par::RowParallelOptions{input_is_parallel, false});
     layer.load_full(w, b);
     const std::string where = concat("RowParallelLinear(input_is_parallel=", input_is_parallel, ") on rank ", r, " of ", t);
     const auto input = input_is_parallel ? column_block(x, in, r, t) : x;
     const auto got_y = layer.forward(input);
-    f.expect(comm.counts.all_reduce == 1 && comm.counts.collectives() == 1 && comm.counts.all_reduce_elements == rows * out,
-             concat(where, ": forward made ", describe(comm.counts), ", expected one all_reduce of ", rows * out));
+    f.expect(log.count("all_reduce") == 1 && log.collectives() == 1 && log.elements("all_reduce") == rows * out,
+             concat(where, ": forward made ", describe(log), ", expected one all_reduce of ", rows * out));
     f.close(where + ": output (bias added once)", got_y, y);
     comm.reset();
     const auto got_dx = layer.backward(input, dy);
-    f.expect(comm.counts.collectives() == (input_is_parallel ? 0 : 1) && comm.counts.all_reduce == 0,
-             concat(where, ": backward made ", describe(comm.counts), ", expected ",
+    f.expect(log.collectives() == (input_is_parallel ? 0 : 1) && log.count("all_reduce") == 0,
+             concat(where, ": backward made ", describe(log), ", expected ",
                     input_is_parallel ? "none" : "one all_gather"));
     f.close(where + ": dX", got_dx, input_is_parallel ? column_block(dx, in, r, t) : dx);
     f.close(where + ": weight grad", layer.weight_grad, row_block(dw, r, t));
@@ -344,18 +235,19 @@ std::vector<std::string> mlp_checks(Comm& base) {
   Failures f;
   const int t = base.size(), r = base.rank();
   const MlpReference m = mlp_reference(3, 4, 4 * static_cast<std::size_t>(t));
-  CountingComm<Comm> comm(base);
-  par::ParallelMlp<CountingComm<Comm>> mlp(comm, m.h, m.ffn);
+  RecordingComm<Comm> comm(base);
+  const CallLog& log = comm.log();
+  par::ParallelMlp<RecordingComm<Comm>> mlp(comm, m.h, m.ffn);
   mlp.load_full(m.w1, m.b1, m.w2, m.b2);
   const std::string where = concat("ParallelMlp on rank ", r, " of ", t);
-  typename par::ParallelMlp<CountingComm<Comm>>::Saved saved;
+  typename par::ParallelMlp<RecordingComm<Comm>>::Saved saved;
   const auto y = mlp.forward(m.x, saved);
-  f.expect(comm.counts.all_reduce == 1 && comm.counts.collectives() == 1 && comm.counts.all_reduce_elements == m.rows * m.h,
-           concat(where, ": forward made ", describe(comm.counts), ", expected one all_reduce of ", m.rows * m.h));
+  f.expect(log.count("all_reduce") == 1 && log.collectives() == 1 && log.elements("all_reduce") == m.rows * m.h,
+           concat(where, ": forward made ", describe(log), ", expected one all_reduce of ", m.rows * m.h));
   comm.reset();
   const auto dx = mlp.backward(saved, m.dy);
-  f.expect(comm.counts.all_reduce == 1 && comm.counts.collectives() == 1 && comm.counts.all_reduce_elements == m.rows * m.h,
-           concat(where, ": backward made ", describe(comm.counts), ", expected one all_reduce of ", m.rows * m.h));
+  f.expect(log.count("all_reduce") == 1 && log.collectives() == 1 && log.elements("all_reduce") == m.rows * m.h,
+           concat(where, ": backward made ", describe(log), ", expected one all_reduce of ", m.rows * m.h));
   f.close(where + ": output", y, m.y);
   f.close(where + ": dX", dx, m.dx);
   f.close(where + ": fc1 weight grad", mlp.fc1.weight_grad, column_block(m.dw1, m.ffn, r, t));
@@ -375,22 +267,25 @@ std::vector<std::string> sequence_parallel_mlp_checks(Comm& base) {
   const int t = base.size(), r = base.rank();
   const auto ut = static_cast<std::size_t>(t);
   const MlpReference m = mlp_reference(2 * ut, 4, 4 * ut);
-  CountingComm<Comm> comm(base);
-  par::ParallelMlp<CountingComm<Comm>> mlp(comm, m.h, m.ffn, par::ParallelMlpOptions{true});
+  RecordingComm<Comm> comm(base);
+  const CallLog& log = comm.log();
+  par::ParallelMlp<RecordingComm<Comm>> mlp(comm, m.h, m.ffn, par::ParallelMlpOptions{true});
   mlp.load_full(m.w1, m.b1, m.w2, m.b2);
   const std::string where = concat("sequence-parallel ParallelMlp on rank ", r, " of ", t);
-  typename par::ParallelMlp<CountingComm<Comm>>::Saved saved;
+  typename par::ParallelMlp<RecordingComm<Comm>>::Saved saved;
   const auto y = mlp.forward(row_block(m.x, r, t), saved);
-  const Counts& c = comm.counts;
-  f.expect(c.all_reduce == 0 && c.all_gather == 1 && c.reduce_scatter == 1 && c.collectives() == 2,
-           concat(where, ": forward made ", describe(c), ", expected one all_gather and one reduce_scatter"));
+  f.expect(log.count("all_reduce") == 0 && log.count("all_gather") == 1 && log.count("reduce_scatter") == 1 &&
+               log.collectives() == 2,
+           concat(where, ": forward made ", describe(log), ", expected one all_gather and one reduce_scatter"));
   comm.reset();
   const auto dx = mlp.backward(saved, row_block(m.dy, r, t));
-  f.expect(c.all_reduce == 0 && c.all_gather == 2 && c.reduce_scatter == 1 && c.collectives() == 3,
-           concat(where, ": backward made ", describe(c), ", expected two all_gathers and one reduce_scatter"));
+  f.expect(log.count("all_reduce") == 0 && log.count("all_gather") == 2 && log.count("reduce_scatter") == 1 &&
+               log.collectives() == 3,
+           concat(where, ": backward made ", describe(log), ", expected two all_gathers and one reduce_scatter"));
   comm.reset();
   mlp.sum_sequence_parallel_grads();
-  f.expect(c.all_reduce == 1 && c.collectives() == 1, concat(where, ": completing the grads made ", describe(c)));
+  f.expect(log.count("all_reduce") == 1 && log.collectives() == 1,
+           concat(where, ": completing the grads made ", describe(log)));
   f.close(where + ": output rows", y, row_block(m.y, r, t));
   f.close(where + ": dX rows", dx, row_block(m.dx, r, t));
   f.close(where + ": fc1 weight grad", mlp.fc1.weight_grad, column_block(m.dw1, m.ffn, r, t));
@@ -619,7 +514,8 @@ std::vector<std::string> pipeline_checks(Comm& base) {
     const ChainModel model{schedule.virtual_stages(), m};
     const ChainResult want = accumulate_without_pipeline(model);
     ChainStage stage(model, schedule, r);
-    CountingComm<Comm> comm(base);
+    RecordingComm<Comm> comm(base);
+    const CallLog& log = comm.log();
     par::run_pipeline(comm, schedule, model.tensor_size(), stage.functions());
 
     const std::string where = concat(par::to_string(c.kind), " p=", p, " m=", m, " v=", c.chunks, " on rank ", r);
@@ -642,10 +538,11 @@ std::vector<std::string> pipeline_checks(Comm& base) {
       sends += a.op == par::PipelineOp::send_activation || a.op == par::PipelineOp::send_gradient;
       recvs += a.op == par::PipelineOp::recv_activation || a.op == par::PipelineOp::recv_gradient;
     }
-    f.expect(comm.counts.send == sends && comm.counts.recv == recvs && comm.counts.collectives() == 0,
-             concat(where, ": ", comm.counts.send, " sends and ", comm.counts.recv, " recvs, ", comm.counts.collectives(),
+    const int sent = static_cast<int>(log.count("send")), received = static_cast<int>(log.count("recv"));
+    f.expect(sent == sends && received == recvs && log.collectives() == 0,
+             concat(where, ": ", sent, " sends and ", received, " recvs, ", log.collectives(),
                     " collectives; the schedule has ", sends, " and ", recvs));
-    int totals[2] = {comm.counts.send, comm.counts.recv};
+    int totals[2] = {sent, received};
     base.all_reduce(totals, totals, 2, chorus::ReduceOp::sum);
     const int transfers = p > 1 ? 2 * m * (schedule.virtual_stages() - 1) : 0;
     f.expect(totals[0] == transfers && totals[1] == transfers,
