@@ -41,6 +41,7 @@ TEST_CASE("tensor and pipeline parallelism over MPI", "[mpi][parallel]") {
   CHORUS_MPI_CHECK(mp_checks::mlp_checks);
   CHORUS_MPI_CHECK(mp_checks::sequence_parallel_mlp_checks);
   CHORUS_MPI_CHECK(mp_checks::tensor_parallel_error_checks);
+  CHORUS_MPI_CHECK(mp_checks::vocab_parallel_cross_entropy_checks);
   CHORUS_MPI_CHECK(mp_checks::pipeline_checks);
   CHORUS_MPI_CHECK(mp_checks::pipeline_error_checks);
 }

@@ -19,9 +19,13 @@ struct WireCall {
 };
 static_assert(sizeof(WireCall) == 40, "WireCall must have no padding");
 
+// The descriptor fields every rank votes on (Endpoint::begin): maxima, then negated minima.
+inline constexpr int kVotedFields = 8;
+
 struct CallMemory {
   WireCall outgoing;  // this rank's descriptor, sent to the next rank
   WireCall incoming;  // the previous rank's
+  std::int64_t votes[2 * kVotedFields] = {};
   std::vector<std::byte> scratch;                      // schedules' scratch space
   std::vector<std::vector<std::byte>> spare_staging;   // receive staging, reused
   std::vector<std::vector<std::byte>> abandoned;       // staging of receives cancelled after a failure

@@ -134,14 +134,16 @@ class Endpoint {
     }
   }
 
-  // Starts a collective call: posts this rank's descriptor to the next rank and the receive of the
-  // previous rank's. finish() completes the check; every wait in between polls it.
+  // Starts a collective call: posts this rank's descriptor to the next rank, the receive of the
+  // previous rank's, and this rank's vote. finish() completes both checks; every wait polls them.
   void begin(const char* call, const runtime::CallDescriptor& descriptor) {
     start(call);
     collective_ = true;
     ++sequence_;
     mine_ = descriptor;
     checked_ = size_ == 1;
+    // With two ranks the neighbour check is already every rank's check: no vote.
+    voted_ = evaluated_ = size_ <= 2;
     if (checked_) return;
     memory_->outgoing = to_wire(descriptor, sequence_);
     memory_->incoming = WireCall{};
@@ -149,40 +151,36 @@ class Endpoint {
                         control_, &check_[0]), call_, name(), "MPI_Isend");
     check_mpi(MPI_Irecv(&memory_->incoming, sizeof(WireCall), MPI_BYTE, previous(), kDescriptorTag, control_,
                         &check_[1]), call_, name(), "MPI_Irecv");
-  }
-
-  // A global check for calls that must not start unless every rank makes the same one: MPI's
-  // blocking calls (MPI_Comm_split) and MPI's collectives, which abort the whole job on mismatched
-  // counts (their errors go to MPI_COMM_WORLD's fatal handler, not this communicator's). The ring
-  // check alone is not enough there: ranks whose neighbours agree would go ahead. One bounded
-  // MPI_Iallreduce of the descriptor's fields gives every rank their minimum and maximum; on any
-  // difference every rank throws mismatch, naming the ranks where the ring check can.
-  void agree() {
-    if (size_ == 1) return;
     const WireCall& w = memory_->outgoing;
-    const std::int64_t fields[kAgreedFields] = {static_cast<std::int64_t>(w.sequence), w.kind, w.type,
-                                                static_cast<std::int64_t>(w.count), w.op, w.root, w.pattern,
-                                                w.in_place};
-    for (int i = 0; i < kAgreedFields; ++i) {
-      votes_[i] = fields[i];                   // the maximum
-      votes_[kAgreedFields + i] = -fields[i];  // minus the minimum
+    const std::int64_t fields[kVotedFields] = {static_cast<std::int64_t>(w.sequence), w.kind, w.type,
+                                               static_cast<std::int64_t>(w.count), w.op, w.root, w.pattern,
+                                               w.in_place};
+    for (int i = 0; i < kVotedFields; ++i) {
+      memory_->votes[i] = fields[i];                  // the maximum
+      memory_->votes[kVotedFields + i] = -fields[i];  // minus the minimum
     }
-    MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, votes_, 2 * kAgreedFields, MPI_INT64_T, MPI_MAX, control_, &request), call_,
-              name(), "MPI_Iallreduce");
-    wait(&request, 1, [] { return std::string("every rank to agree on the call"); });
-    static const char* const kNames[kAgreedFields] = {"call number", "collective", "type", "count",
-                                                      "op",          "root",       "algorithm", "in-place"};
-    for (int i = 0; i < kAgreedFields; ++i) {
-      const std::int64_t low = -votes_[kAgreedFields + i], high = votes_[i];
-      if (low == high) continue;
-      finish();  // the neighbour's descriptor names ranks and values where it differs
-      throw make_error(ErrorCode::mismatch, call_, name(), "ranks disagree: ", kNames[i], " ", field_name(i, low),
-                       " on some ranks, ", field_name(i, high), " on others");
-    }
+    if (voted_) return;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, memory_->votes, 2 * kVotedFields, MPI_INT64_T, MPI_MAX, control_, &vote_),
+              call_, name(), "MPI_Iallreduce");
   }
 
+  // Waits (bounded) until every rank has voted, and throws mismatch if any differ. Called before
+  // anything that must not start unless all agree: MPI's blocking calls (MPI_Comm_split) and MPI's
+  // collectives, which abort the whole job on mismatched sizes (their errors go to MPI_COMM_WORLD's
+  // fatal handler, not this communicator's); and by finish(), so no call returns before it.
+  void agree() {
+    if (size_ == 2) {
+      if (!checked_) wait(check_, 2, [&] { return chorus::detail::concat("rank ", previous(), "'s call descriptor"); });
+      poll();  // compares
+      return;
+    }
+    if (!voted_) wait(&vote_, 1, [] { return std::string("every rank to agree on the call"); });
+    evaluate_vote();
+  }
+
+  // Completes the call's checks: the vote and the neighbour's descriptor.
   void finish() {
+    agree();
     if (!checked_) wait(check_, 2, [&] { return chorus::detail::concat("rank ", previous(), "'s call descriptor"); });
     poll();
   }
@@ -190,13 +188,19 @@ class Endpoint {
   // A failure mid-call: tell the family (releasing every peer), then the caller rethrows.
   void fail(const Error& error) { fault_->raise(error.code(), error.what()); }
 
-  // Family failures and the neighbour's descriptor; throws on either.
+  // Family failures, the neighbour's descriptor and the vote; throws on any of them.
   void poll() {
     fault_->poll(call_, name());
-    if (checked_) return;
-    int done = 0;
-    check_mpi(MPI_Testall(2, check_, &done, MPI_STATUSES_IGNORE), call_, name(), "MPI_Testall");
-    if (done) compare();
+    if (!checked_) {
+      int done = 0;
+      check_mpi(MPI_Testall(2, check_, &done, MPI_STATUSES_IGNORE), call_, name(), "MPI_Testall");
+      if (done) compare();
+    }
+    if (!voted_) {
+      int done = 0;
+      check_mpi(MPI_Test(&vote_, &done, MPI_STATUS_IGNORE), call_, name(), "MPI_Test");
+      if (done) evaluate_vote();
+    }
   }
 
   // Waits until ready() is true, polling for failures; `waiting_for()` describes what is awaited
@@ -257,6 +261,24 @@ class Endpoint {
   }
 
  private:
+  void evaluate_vote() {
+    voted_ = true;
+    if (evaluated_) return;
+    evaluated_ = true;
+    static const char* const kNames[kVotedFields] = {"call number", "collective", "type", "count",
+                                                     "op",          "root",       "algorithm", "in-place"};
+    const std::int64_t* votes = memory_->votes;
+    for (int i = 0; i < kVotedFields; ++i) {
+      const std::int64_t low = -votes[kVotedFields + i], high = votes[i];
+      if (low == high) continue;
+      // The neighbour's descriptor names ranks and values, when it is the one that differs.
+      if (!checked_) wait(check_, 2, [&] { return chorus::detail::concat("rank ", previous(), "'s call descriptor"); });
+      compare();
+      throw make_error(ErrorCode::mismatch, call_, name(), "ranks disagree: ", kNames[i], " ", field_name(i, low),
+                       " on some ranks, ", field_name(i, high), " on others");
+    }
+  }
+
   // A voted field's value as the descriptor check would print it.
   static std::string field_name(int field, std::int64_t value) {
     switch (field) {
@@ -301,8 +323,9 @@ class Endpoint {
   bool grace_used_ = false;
   std::unique_ptr<CallMemory> memory_ = std::make_unique<CallMemory>();
   MPI_Request check_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  static constexpr int kAgreedFields = 8;
-  std::int64_t votes_[2 * kAgreedFields] = {};
+  MPI_Request vote_ = MPI_REQUEST_NULL;
+  bool voted_ = true;      // the vote's request has completed
+  bool evaluated_ = true;  // and its result has been looked at
 };
 
 }  // namespace chorus::mpi::detail
