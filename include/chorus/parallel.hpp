@@ -1,8 +1,9 @@
 // The parallel-training building blocks, generic over every communicator (is_communicator_v):
 // the device mesh, data parallelism (gradient buckets with overlap, no_sync, sampler, local SGD,
 // linear LR scaling, ZeRO-1), tensor parallelism (column/row-parallel linear layers, the MLP,
-// sequence parallelism) and pipeline parallelism (schedules as data, their simulator, and an
-// executor). Needs no GPU toolchain and no MPI.
+// sequence parallelism, vocab-parallel cross-entropy, per-rank RNG seeds) and pipeline
+// parallelism (schedules as data, their simulator, and an executor). Needs no GPU toolchain and
+// no MPI.
 #pragma once
 
 #include "parallel/mesh.hpp"
@@ -25,6 +26,8 @@
 #include "parallel/column_parallel_linear.hpp"
 #include "parallel/row_parallel_linear.hpp"
 #include "parallel/parallel_mlp.hpp"
+#include "parallel/vocab_parallel_cross_entropy.hpp"
+#include "parallel/rng_seeds.hpp"
 
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/pipeline_simulator.hpp"

@@ -15,12 +15,14 @@
 #include <chorus/parallel/pipeline_schedule.hpp>
 #include <chorus/parallel/pipeline_simulator.hpp>
 #include <chorus/parallel/row_parallel_linear.hpp>
+#include <chorus/parallel/vocab_parallel_cross_entropy.hpp>
 
 #include "recording_comm.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -340,6 +342,111 @@ std::vector<std::string> tensor_parallel_error_checks(Comm& comm) {
                {"load_full", "full weight has 3 floats"});
   Row row(comm, 2 * t, 4, par::RowParallelOptions{true, false});
   expect_error(f, "row input size", [&] { row.forward(values(3, 1)); }, {"RowParallelLinear::forward", "3 floats"});
+  return f.take();
+}
+
+// ---- Vocab-parallel cross-entropy: the unsplit softmax cross-entropy from three all-reduces.
+
+// The unsplit softmax cross-entropy of [rows x vocab] logits, in double: every row's loss and
+// d(sum_i loss_grad_i loss_i) / d logits = (softmax - one_hot) * loss_grad.
+struct CrossEntropyReference {
+  std::vector<float> loss, grad;
+};
+
+inline CrossEntropyReference cross_entropy_reference(const std::vector<float>& logits,
+                                                     const std::vector<std::int64_t>& targets, std::size_t vocab,
+                                                     const std::vector<float>& loss_grad) {
+  CrossEntropyReference ref{std::vector<float>(targets.size()), std::vector<float>(logits.size())};
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    double max = logits[i * vocab];
+    for (std::size_t j = 0; j < vocab; ++j) max = std::max(max, static_cast<double>(logits[i * vocab + j]));
+    double sum = 0;
+    for (std::size_t j = 0; j < vocab; ++j) sum += std::exp(logits[i * vocab + j] - max);
+    const auto target = static_cast<std::size_t>(targets[i]);
+    ref.loss[i] = static_cast<float>(std::log(sum) - (logits[i * vocab + target] - max));
+    for (std::size_t j = 0; j < vocab; ++j) {
+      const double softmax = std::exp(logits[i * vocab + j] - max) / sum;
+      ref.grad[i * vocab + j] = static_cast<float>((softmax - (j == target ? 1.0 : 0.0)) * loss_grad[i]);
+    }
+  }
+  return ref;
+}
+
+// Logits split by vocabulary: the per-row loss equals the unsplit cross-entropy on every rank
+// (also with logits shifted by hundreds, where exp without the max would overflow), using exactly
+// three all-reduces of rows floats in forward; backward gives this rank's slice of the unsplit
+// gradient with no communication at all. Bad input is refused before communicating.
+template <class Comm>
+std::vector<std::string> vocab_parallel_cross_entropy_checks(Comm& base) {
+  static_assert(chorus::is_communicator_v<Comm>, "checks run on chorus communicators only");
+  Failures f;
+  const int t = base.size(), r = base.rank();
+  const auto ut = static_cast<std::size_t>(t);
+  const std::size_t rows = 2 * ut + 3, vocab = 3 * ut, local = 3;
+  std::vector<std::int64_t> targets(rows);
+  for (std::size_t i = 0; i < rows; ++i) targets[i] = static_cast<std::int64_t>((i * 5 + 1) % vocab);
+  targets[rows - 2] = 0;  // both ends of the vocabulary
+  targets[rows - 1] = static_cast<std::int64_t>(vocab - 1);
+  const auto loss_grad = values(rows, 23);
+  using Loss = par::VocabParallelCrossEntropy<RecordingComm<Comm>>;
+  for (float shift : {0.0f, 400.0f}) {
+    std::vector<float> logits = values(rows * vocab, 21, 3.0f);
+    for (std::size_t i = 0; i < logits.size(); ++i) logits[i] += shift * static_cast<float>(1 + i / vocab % 2);
+    const CrossEntropyReference want = cross_entropy_reference(logits, targets, vocab, loss_grad);
+    RecordingComm<Comm> comm(base);
+    const CallLog& log = comm.log();
+    Loss loss(comm, vocab);
+    const std::string where = concat("VocabParallelCrossEntropy (logits shifted by ", shift, ") on rank ", r, " of ", t);
+    f.expect(loss.local_vocab_size() == local && loss.vocab_range().begin == local * static_cast<std::size_t>(r) &&
+                 loss.vocab_range().end == local * (static_cast<std::size_t>(r) + 1),
+             concat(where, ": holds [", loss.vocab_range().begin, ", ", loss.vocab_range().end, ")"));
+    typename Loss::Saved saved;
+    const std::vector<float> got = loss.forward(column_block(logits, vocab, r, t), targets, saved);
+    bool small = log.calls().size() == 3;
+    for (const support::Call& c : log.calls()) small = small && c.name == "all_reduce" && c.count == rows;
+    f.expect(small && log.count("all_reduce") == 3,
+             concat(where, ": forward made ", describe(log), " (", log.elements("all_reduce"), " floats reduced, ",
+                    log.calls().size(), " calls), expected exactly three all_reduces of ", rows, " floats"));
+    f.close(where + ": loss", got, want.loss);
+    // Every rank holds the same loss, bit for bit.
+    std::vector<float> high = got, low = got;
+    base.all_reduce(high.data(), high.data(), high.size(), chorus::ReduceOp::max);
+    base.all_reduce(low.data(), low.data(), low.size(), chorus::ReduceOp::min);
+    f.expect(high == got && low == got, where + ": the ranks' losses differ");
+    comm.reset();
+    const std::vector<float> grad = loss.backward(saved, loss_grad);
+    f.expect(log.calls().empty(), concat(where, ": backward made ", describe(log), ", expected no communication"));
+    f.close(where + ": d loss / d logits", grad, column_block(want.grad, vocab, r, t));
+  }
+
+  RecordingComm<Comm> comm(base);
+  const std::string on = concat("on rank ", r);
+  if (t > 1) {
+    expect_error(f, "vocab not divisible", [&] { Loss(comm, vocab + 1); },
+                 {"VocabParallelCrossEntropy", on, concat("vocab_size = ", vocab + 1), "not divisible"});
+  }
+  expect_error(f, "vocab 0", [&] { Loss(comm, 0); }, {"VocabParallelCrossEntropy", on, "vocab_size = 0"});
+  Loss loss(comm, vocab);
+  typename Loss::Saved saved;
+  const std::vector<float> logits = values(rows * local, 24);
+  for (std::int64_t bad : {static_cast<std::int64_t>(vocab), std::int64_t{-1}}) {
+    std::vector<std::int64_t> wrong = targets;
+    wrong[2] = bad;
+    expect_error(f, concat("target ", bad), [&] { loss.forward(logits, wrong, saved); },
+                 {"VocabParallelCrossEntropy::forward", on, concat("target 2 = ", bad), concat("[0, ", vocab, ")")});
+  }
+  expect_error(f, "logits size", [&] { loss.forward(values(rows * local - 1, 24), targets, saved); },
+               {"VocabParallelCrossEntropy::forward", on, concat("logits have ", rows * local - 1, " floats"),
+                concat("expected ", rows, " rows")});
+  f.expect(comm.log().calls().empty(), concat("VocabParallelCrossEntropy forward errors on rank ", r,
+                                              " communicated: ", describe(comm.log())));
+  loss.forward(logits, targets, saved);
+  comm.reset();
+  expect_error(f, "loss_grad size", [&] { loss.backward(saved, values(rows + 1, 25)); },
+               {"VocabParallelCrossEntropy::backward", on, concat("loss_grad has ", rows + 1, " floats"),
+                concat("expected ", rows)});
+  f.expect(comm.log().calls().empty(), concat("VocabParallelCrossEntropy backward error on rank ", r,
+                                              " communicated: ", describe(comm.log())));
   return f.take();
 }
 
