@@ -15,6 +15,7 @@
 #include <chorus/algo/schedule.hpp>
 #include <chorus/parallel/pipeline_schedule.hpp>
 #include <chorus/parallel/pipeline_simulator.hpp>
+#include <chorus/topo/xml.hpp>
 
 namespace schedule_svg {
 
@@ -78,23 +79,9 @@ inline std::string num(double value) {
   return text;
 }
 
-inline std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 inline std::string text(double x, double y, const std::string& body, const std::string& attributes = "") {
   return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attributes.empty() ? "" : " " + attributes) + ">" +
-         escape(body) + "</text>\n";
+         chorus::topo::xml::escape(body) + "</text>\n";
 }
 
 inline std::string line(double x1, double y1, double x2, double y2, const std::string& attributes) {
