@@ -37,10 +37,7 @@ class ColumnParallelLinear {
   ColumnParallelLinear(Comm& comm, std::size_t in_features, std::size_t out_features, ColumnParallelOptions options = {})
       : comm_(comm), in_(in_features), out_(out_features), options_(options) {
     const char* call = "parallel::ColumnParallelLinear";
-    if (in_ == 0 || out_ == 0) {
-      throw make_error(ErrorCode::invalid_argument, call, comm.rank(), "in_features = ", in_, ", out_features = ", out_,
-                       ": both must be positive");
-    }
+    detail::check_features(call, comm.rank(), in_, out_);
     detail::check_tp_divides(call, comm.rank(), out_, comm.size(), "out_features");
     if (options_.gather_output && options_.sequence_parallel) {
       throw make_error(ErrorCode::invalid_argument, call, comm.rank(), "gather_output and sequence_parallel exclude each other");
@@ -105,9 +102,7 @@ class ColumnParallelLinear {
 
  private:
   void check_size(const char* call, std::size_t got, std::size_t want, const char* what) const {
-    if (got != want) {
-      throw make_error(ErrorCode::invalid_argument, call, comm_.rank(), what, " has ", got, " floats, expected ", want);
-    }
+    detail::check_size(call, comm_.rank(), got, want, what);
   }
   std::vector<float> full_input(const char* call, const std::vector<float>& input) {
     detail::check_tp_matrix(call, comm_.rank(), input.size(), in_, "the input");

@@ -40,10 +40,7 @@ class RowParallelLinear {
   RowParallelLinear(Comm& comm, std::size_t in_features, std::size_t out_features, RowParallelOptions options = {})
       : comm_(comm), in_(in_features), out_(out_features), options_(options) {
     const char* call = "parallel::RowParallelLinear";
-    if (in_ == 0 || out_ == 0) {
-      throw make_error(ErrorCode::invalid_argument, call, comm.rank(), "in_features = ", in_, ", out_features = ", out_,
-                       ": both must be positive");
-    }
+    detail::check_features(call, comm.rank(), in_, out_);
     detail::check_tp_divides(call, comm.rank(), in_, comm.size(), "in_features");
     if (options_.sequence_parallel && !options_.input_is_parallel) {
       throw make_error(ErrorCode::invalid_argument, call, comm.rank(), "sequence_parallel needs input_is_parallel");
@@ -118,9 +115,7 @@ class RowParallelLinear {
 
  private:
   void check_size(const char* call, std::size_t got, std::size_t want, const char* what) const {
-    if (got != want) {
-      throw make_error(ErrorCode::invalid_argument, call, comm_.rank(), what, " has ", got, " floats, expected ", want);
-    }
+    detail::check_size(call, comm_.rank(), got, want, what);
   }
   std::vector<float> local_input(const char* call, const std::vector<float>& input) const {
     if (options_.input_is_parallel) {

@@ -42,6 +42,21 @@ inline void check_tp_divides(const char* call, int rank, std::size_t value, int 
   }
 }
 
+// A linear layer's shape: both sizes positive.
+inline void check_features(const char* call, int rank, std::size_t in_features, std::size_t out_features) {
+  if (in_features == 0 || out_features == 0) {
+    throw make_error(ErrorCode::invalid_argument, call, rank, "in_features = ", in_features,
+                     ", out_features = ", out_features, ": both must be positive");
+  }
+}
+
+// A tensor the caller passed has exactly the floats the layer expects.
+inline void check_size(const char* call, int rank, std::size_t got, std::size_t want, const char* what) {
+  if (got != want) {
+    throw make_error(ErrorCode::invalid_argument, call, rank, what, " has ", got, " floats, expected ", want);
+  }
+}
+
 }  // namespace detail
 
 // Sum of every rank's partial tensor, in place (Megatron's g forward and f backward).
