@@ -1,0 +1,98 @@
+// What one rank's kernel sees of the team: its rank, the rank count, and where every rank's scratch
+// and signals live. In-process multi-GPU, IPC and virtual ranks on one GPU differ only in how the
+// pointers are filled, so one kernel serves all three, and the CPU twin fills them with host memory.
+// Plain C++17 (compiled by g++ for the twin and by nvcc for the device); the layout is the same for both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace chorus::cuda::kernel {
+
+inline constexpr int kMaxRanks = 8;
+inline constexpr int kMaxBlocks = 32;  // per rank: channels of the ring, slices of the others
+
+// Written into by peers, one uint32 per (block, peer) so no two ranks ever write the same word (flags that
+// share a word race: vLLM#2760). Separate start and end arrays: a fast peer may reach the end barrier
+// while this rank still waits in the start barrier (one array hung on H100, vLLM#8558).
+struct Signals {
+  std::uint32_t start[kMaxBlocks][kMaxRanks];
+  std::uint32_t end[kMaxBlocks][kMaxRanks];
+  std::uint32_t fifo_head[kMaxBlocks];  // Simple: slots the previous rank has filled in this rank's FIFO
+  std::uint32_t fifo_tail[kMaxBlocks];  // Simple: slots the next rank has consumed of the FIFO this rank fills
+};
+
+// This rank's own counters, kept in (device) memory between calls so a replayed CUDA graph continues
+// the sequence instead of restarting it. Written only by this rank's block b (entry b).
+struct BlockCounters {
+  std::uint32_t barrier_epoch;  // start/end barrier flag of the last call
+  std::uint32_t ll_epoch;       // LL flag of the last call (also selects the parity half of the LL buffer)
+  std::uint32_t fifo_sent;      // Simple: slots filled in the next rank's FIFO, ever
+  std::uint32_t fifo_received;  // Simple: slots consumed from this rank's FIFO, ever
+};
+struct RankState {
+  BlockCounters block[kMaxBlocks];
+};
+
+// Where a bounded wait gave up: the first timeout of a call (rank, the peer it waited for, the step,
+// the value it expected and the one it saw). The first waiter to give up claims it (compare-and-swap on
+// `claimed`) and sets `timed_out` last, with release, so the host reads a complete record.
+struct TimeoutRecord {
+  std::uint32_t claimed;
+  std::uint32_t timed_out;
+  std::int32_t rank;
+  std::int32_t peer;
+  std::int32_t block;
+  std::uint32_t step;
+  std::uint32_t expected;
+  std::uint32_t seen;
+  const char* what;  // a string literal naming the wait
+};
+
+// Each protocol family owns its own region of a rank's scratch: stale data of one family must never be
+// read as another's (flashinfer: "wrong output, not a hang").
+struct ScratchLayout {
+  std::size_t staging_bytes;  // one-shot / two-shot: each rank's copy of its input, read by peers
+  std::size_t result_bytes;   // two-shot: reduced chunks pushed by their owners
+  std::size_t ll_bytes;       // LL: two parity halves of [source rank][line]
+  std::size_t fifo_bytes;     // Simple: per block, `fifo_depth` slots of `fifo_slot_bytes`
+  std::size_t fifo_slot_bytes;
+  int fifo_depth;
+
+  constexpr std::size_t staging_offset() const { return 0; }
+  constexpr std::size_t result_offset() const { return staging_bytes; }
+  constexpr std::size_t ll_offset() const { return staging_bytes + result_bytes; }
+  constexpr std::size_t fifo_offset() const { return staging_bytes + result_bytes + ll_bytes; }
+  constexpr std::size_t total_bytes() const { return staging_bytes + result_bytes + ll_bytes + fifo_bytes; }
+};
+
+// A layout for `staging` bytes of barrier-family staging and `fifo_slot` x `depth` bytes of FIFO per
+// block; every region is a multiple of 256 bytes so each starts 16-byte (and cache-line) aligned.
+constexpr std::size_t round_up_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+constexpr ScratchLayout make_layout(std::size_t staging, std::size_t ll, std::size_t fifo_slot, int depth,
+                                    int blocks) {
+  return ScratchLayout{round_up_256(staging),
+                       round_up_256(staging),
+                       round_up_256(ll),
+                       round_up_256(fifo_slot) * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks),
+                       round_up_256(fifo_slot),
+                       depth};
+}
+
+struct RankView {
+  int rank;
+  int nranks;
+  int blocks;  // blocks (CTAs) per rank taking part
+  ScratchLayout layout;
+  unsigned char* scratch[kMaxRanks];  // every rank's scratch base; scratch[rank] is this rank's own
+  Signals* signals[kMaxRanks];        // every rank's signals; signals[rank] is this rank's own
+  int ring_next;                      // the rank this one sends to in the ring (Simple)
+  int ring_prev;                      // the rank it receives from
+  int ring_position;                  // its position on the ring (chunk numbering of algo::ring_*)
+  RankState* state;                   // this rank's counters
+  TimeoutRecord* timeout;             // host-visible record of the first timeout
+  std::uint64_t timeout_ns;           // bound on every wait (CHORUS_TIMEOUT_MS)
+  std::uint32_t delay_seed;           // nonzero: seeded per-rank delays before waits (testing)
+};
+
+}  // namespace chorus::cuda::kernel

@@ -1,0 +1,218 @@
+// The CPU twin of chorus's CUDA all-reduce kernels: n ranks whose scratch, signals and counters are host
+// memory, and whose blocks and lanes are threads (ranks x blocks x lanes of them), running the very kernel
+// bodies the GPU runs (cuda/kernel/). It is how the kernels are proven where no GPU exists, under
+// AddressSanitizer and ThreadSanitizer, and a way to watch a GPU algorithm on a laptop.
+//
+//   chorus::cuda::twin::Team team(4, {/*blocks*/ 2, /*lanes*/ 4});
+//   team.all_reduce(inputs, outputs, count, ReduceOp::sum, kernel::KernelAlgorithm::ring);  // all ranks at once
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../core/env.hpp"
+#include "../../core/error.hpp"
+#include "../kernel/all_reduce.hpp"
+#include "host_block.hpp"
+
+namespace chorus::cuda::twin {
+
+struct Options {
+  int blocks = 2;                          // blocks (channels) per rank
+  int lanes = 4;                           // threads per block
+  std::size_t staging_bytes = 64 * 1024;   // one-shot / two-shot staging (and two-shot results) per rank
+  std::size_t ll_bytes = 16 * 1024;        // LL lines per rank
+  std::size_t fifo_slot_bytes = 4 * 1024;  // Simple FIFO slot
+  int fifo_depth = 4;                      // Simple FIFO slots per block
+  std::vector<int> ring_order;             // ring position -> rank; empty: 0, 1, ..., n-1
+  std::uint32_t delay_seed = 0;            // nonzero: seeded random delays before waits
+};
+
+class Team {
+ public:
+  Team(int ranks, Options options = {}) : ranks_(ranks), options_(std::move(options)) {
+    validate();
+    layout_ = kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes,
+                                  options_.fifo_depth, options_.blocks);
+    for (int r = 0; r < ranks_; ++r) {
+      memory_.push_back(std::make_unique<RankMemory>(layout_.total_bytes()));
+    }
+    if (options_.ring_order.empty()) {
+      options_.ring_order.resize(static_cast<std::size_t>(ranks_));
+      std::iota(options_.ring_order.begin(), options_.ring_order.end(), 0);
+    }
+  }
+
+  int size() const { return ranks_; }
+  const kernel::ScratchLayout& layout() const { return layout_; }
+
+  // Every rank's all_reduce at once, as one cooperative launch runs virtual ranks on one GPU. Ranks whose
+  // `takes_part` entry is false do not run (a rank that skipped the call): the others time out. Throws
+  // chorus::Error(timeout) naming the first rank's record: who waited for whom, at which step.
+  template <class T>
+  void all_reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op,
+                  kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
+    check_call(inputs.size(), outputs.size(), count, sizeof(T), takes_part.size());
+    for (int r = 0; r < ranks_; ++r) {
+      if (count > 0 && (inputs[static_cast<std::size_t>(r)] == nullptr || outputs[static_cast<std::size_t>(r)] == nullptr)) {
+        throw make_error(ErrorCode::invalid_argument, "cuda::twin::Team::all_reduce", r, "null buffer with count ", count);
+      }
+    }
+    const auto timeout = std::chrono::milliseconds(env::timeout_ms());
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<kernel::RankView> views;
+    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
+    std::vector<std::unique_ptr<LaneGroup>> groups;
+    std::vector<std::thread> threads;
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    for (int r = 0; r < ranks_; ++r) {
+      if (!takes_part.empty() && !takes_part[static_cast<std::size_t>(r)]) continue;
+      const kernel::AllReduceCall<T> call{inputs[static_cast<std::size_t>(r)], outputs[static_cast<std::size_t>(r)], count, op};
+      for (int b = 0; b < options_.blocks; ++b) {
+        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
+        LaneGroup& group = *groups.back();
+        for (int lane = 0; lane < options_.lanes; ++lane) {
+          threads.emplace_back([&, r, b, lane, call] {
+            try {
+              kernel::all_reduce(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)], call,
+                                 algorithm);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              if (!failure) failure = std::current_exception();
+            }
+          });
+        }
+      }
+    }
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    for (int r = 0; r < ranks_; ++r) {
+      if (std::getenv("TWIN_DEBUG")) { auto& x = memory_[r]->timeout; fprintf(stderr, "rank %d: %u peer %d step %u exp %u seen %u %s\n", r, x.timed_out, x.peer, x.step, x.expected, x.seen, x.what ? x.what : ""); }
+    }
+    for (int r = 0; r < ranks_; ++r) {
+      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
+      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
+      const kernel::TimeoutRecord seen = record;
+      broken_ = true;
+      throw make_error(ErrorCode::timeout, "cuda::twin::Team::all_reduce", seen.rank, kernel::to_string(algorithm),
+                       " block ", seen.block, " waited ", timeout.count(), " ms for rank ", seen.peer, " (", seen.what,
+                       ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
+    }
+  }
+
+  // The counters of rank r's block b (tests start them near the wrap-around).
+  kernel::BlockCounters& counters(int rank, int block) { return memory_.at(static_cast<std::size_t>(rank))->state.block[block]; }
+
+ private:
+  struct RankMemory {
+    explicit RankMemory(std::size_t bytes)
+        : scratch(static_cast<unsigned char*>(std::aligned_alloc(256, bytes == 0 ? 256 : bytes))) {
+      if (scratch == nullptr) throw Error(ErrorCode::invalid_argument, "chorus::cuda::twin::Team: out of memory for scratch");
+      std::memset(scratch, 0, bytes);
+      std::memset(&signals, 0, sizeof(signals));
+      std::memset(&state, 0, sizeof(state));
+      std::memset(&timeout, 0, sizeof(timeout));
+    }
+    ~RankMemory() { std::free(scratch); }
+    RankMemory(const RankMemory&) = delete;
+    RankMemory& operator=(const RankMemory&) = delete;
+    unsigned char* scratch;
+    kernel::Signals signals;
+    kernel::RankState state;
+    kernel::TimeoutRecord timeout;
+  };
+
+  kernel::RankView view_of(int rank, std::chrono::milliseconds timeout) const {
+    kernel::RankView view{};
+    view.rank = rank;
+    view.nranks = ranks_;
+    view.blocks = options_.blocks;
+    view.layout = layout_;
+    for (int r = 0; r < ranks_; ++r) {
+      view.scratch[r] = memory_[static_cast<std::size_t>(r)]->scratch;
+      view.signals[r] = &memory_[static_cast<std::size_t>(r)]->signals;
+    }
+    const auto& order = options_.ring_order;
+    for (int p = 0; p < ranks_; ++p) {
+      if (order[static_cast<std::size_t>(p)] != rank) continue;
+      view.ring_position = p;
+      view.ring_next = order[static_cast<std::size_t>((p + 1) % ranks_)];
+      view.ring_prev = order[static_cast<std::size_t>((p + ranks_ - 1) % ranks_)];
+    }
+    view.state = &memory_[static_cast<std::size_t>(rank)]->state;
+    view.timeout = &memory_[static_cast<std::size_t>(rank)]->timeout;
+    view.timeout_ns = static_cast<std::uint64_t>(timeout.count()) * 1000000u;
+    view.delay_seed = options_.delay_seed;
+    return view;
+  }
+
+  void validate() const {
+    const char* call = "cuda::twin::Team";
+    if (ranks_ < 1 || ranks_ > kernel::kMaxRanks) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks must be 1..", kernel::kMaxRanks, ", got ", ranks_));
+    }
+    if (options_.blocks < 1 || options_.blocks > kernel::kMaxBlocks) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": blocks must be 1..", kernel::kMaxBlocks, ", got ", options_.blocks));
+    }
+    if (options_.lanes < 1 || options_.lanes > 64) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": lanes must be 1..64, got ", options_.lanes));
+    }
+    if (options_.fifo_depth < 1 || options_.fifo_slot_bytes < kernel::kPackBytes) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs at least 1 slot of 16 bytes, got ",
+                                                               options_.fifo_depth, " of ", options_.fifo_slot_bytes));
+    }
+    // The largest element (8 bytes) must leave two-shot a non-empty round and LL a line per source.
+    if (kernel::two_shot_round_elements(kernel::segment_elements(options_.staging_bytes, options_.blocks, 8), ranks_,
+                                        options_.blocks, 2) == 0) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": staging_bytes ", options_.staging_bytes,
+                                                               " is too small for ", ranks_, " ranks x ", options_.blocks, " blocks"));
+    }
+    if (kernel::ll_capacity_lines(options_.ll_bytes, ranks_) < 2) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ll_bytes ", options_.ll_bytes, " is too small for ",
+                                                               ranks_, " ranks"));
+    }
+    if (!options_.ring_order.empty()) {
+      std::vector<bool> seen(static_cast<std::size_t>(ranks_), false);
+      bool ok = options_.ring_order.size() == static_cast<std::size_t>(ranks_);
+      for (int r : options_.ring_order) {
+        ok = ok && r >= 0 && r < ranks_ && !seen[static_cast<std::size_t>(r)];
+        if (ok) seen[static_cast<std::size_t>(r)] = true;
+      }
+      if (!ok) throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ring_order must be a permutation of 0..", ranks_ - 1));
+    }
+  }
+
+  void check_call(std::size_t inputs, std::size_t outputs, std::size_t count, std::size_t element_bytes,
+                  std::size_t takes_part) const {
+    const char* call = "cuda::twin::Team::all_reduce";
+    if (broken_) throw Error(ErrorCode::peer_failed, "chorus::cuda::twin::Team::all_reduce: an earlier call timed out; make a new Team");
+    if (inputs != static_cast<std::size_t>(ranks_) || outputs != static_cast<std::size_t>(ranks_)) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": one input and one output per rank (", ranks_,
+                                                               "), got ", inputs, " and ", outputs));
+    }
+    if (takes_part != 0 && takes_part != static_cast<std::size_t>(ranks_)) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": takes_part must be empty or one per rank, got ", takes_part));
+    }
+    if (count > SIZE_MAX / element_bytes) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": count ", count, " overflows the byte size"));
+    }
+  }
+
+  int ranks_;
+  Options options_;
+  kernel::ScratchLayout layout_{};
+  std::vector<std::unique_ptr<RankMemory>> memory_;
+  bool broken_ = false;
+};
+
+}  // namespace chorus::cuda::twin
