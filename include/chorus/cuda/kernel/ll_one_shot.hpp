@@ -62,7 +62,7 @@ CHORUS_HOST_DEVICE inline bool ll_one_shot_all_reduce(const Block& block, const 
           block.store_line(ll_slot(view, peer, parity, view.rank, capacity, line0 + l), ll_line(words[l], flag));
         }
       }
-      T acc[elements_per_unit];
+      T acc[elements_per_unit] = {};
       for (int source = 0; source < view.nranks && ok; ++source) {
         for (std::size_t l = 0; l < lines_per_unit && ok; ++l) {
           const std::uint64_t* slot = ll_slot(view, view.rank, parity, source, capacity, line0 + l);
@@ -78,7 +78,7 @@ CHORUS_HOST_DEVICE inline bool ll_one_shot_all_reduce(const Block& block, const 
           }
           words[l] = ll_data(line);
         }
-        T value[elements_per_unit];
+        T value[elements_per_unit] = {};
         std::memcpy(value, words, sizeof(value));
         for (std::size_t e = 0; e < elements; ++e) acc[e] = source == 0 ? value[e] : combine(call.op, acc[e], value[e]);
       }

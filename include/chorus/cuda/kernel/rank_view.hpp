@@ -67,15 +67,17 @@ struct ScratchLayout {
 };
 
 // A layout for `staging` bytes of barrier-family staging and `fifo_slot` x `depth` bytes of FIFO per
-// block; every region is a multiple of 256 bytes so each starts 16-byte (and cache-line) aligned.
-constexpr std::size_t round_up_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+// block. Every region is a multiple of 256 bytes, so each starts cache-line aligned; slots are whole
+// 16-byte vectors.
+constexpr std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
 constexpr ScratchLayout make_layout(std::size_t staging, std::size_t ll, std::size_t fifo_slot, int depth,
                                     int blocks) {
-  return ScratchLayout{round_up_256(staging),
-                       round_up_256(staging),
-                       round_up_256(ll),
-                       round_up_256(fifo_slot) * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks),
-                       round_up_256(fifo_slot),
+  const std::size_t slot = round_up(fifo_slot, 16);
+  return ScratchLayout{round_up(staging, 256),
+                       round_up(staging, 256),
+                       round_up(ll, 256),
+                       round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks), 256),
+                       slot,
                        depth};
 }
 

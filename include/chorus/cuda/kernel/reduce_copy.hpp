@@ -34,7 +34,7 @@ CHORUS_HOST_DEVICE inline Pack<T> load_pack(const T* address) {
   return *reinterpret_cast<const Pack<T>*>(address);  // one 128-bit load
 #else
   Pack<T> pack;
-  std::memcpy(&pack, address, sizeof(pack));
+  std::memcpy(static_cast<void*>(&pack), address, sizeof(pack));
   return pack;
 #endif
 }
@@ -44,7 +44,7 @@ CHORUS_HOST_DEVICE inline void store_pack(T* address, const Pack<T>& pack) {
 #if defined(__CUDA_ARCH__)
   *reinterpret_cast<Pack<T>*>(address) = pack;  // one 128-bit store
 #else
-  std::memcpy(address, &pack, sizeof(pack));
+  std::memcpy(static_cast<void*>(address), &pack, sizeof(pack));
 #endif
 }
 

@@ -97,9 +97,6 @@ class Team {
     for (std::thread& thread : threads) thread.join();
     if (failure) std::rethrow_exception(failure);
     for (int r = 0; r < ranks_; ++r) {
-      if (std::getenv("TWIN_DEBUG")) { auto& x = memory_[r]->timeout; fprintf(stderr, "rank %d: %u peer %d step %u exp %u seen %u %s\n", r, x.timed_out, x.peer, x.step, x.expected, x.seen, x.what ? x.what : ""); }
-    }
-    for (int r = 0; r < ranks_; ++r) {
       kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
       if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
       const kernel::TimeoutRecord seen = record;
@@ -110,8 +107,26 @@ class Team {
     }
   }
 
-  // The counters of rank r's block b (tests start them near the wrap-around).
-  kernel::BlockCounters& counters(int rank, int block) { return memory_.at(static_cast<std::size_t>(rank))->state.block[block]; }
+  // The counters of rank r's block b.
+  const kernel::BlockCounters& counters(int rank, int block) const {
+    return memory_.at(static_cast<std::size_t>(rank))->state.block[block];
+  }
+
+  // Puts every counter and every signal where `value` barriers, LL calls and FIFO steps would have left
+  // them, consistently on all ranks: how the tests reach the 32-bit wrap without 2^32 calls.
+  void advance_counters_to(std::uint32_t value) {
+    for (auto& memory : memory_) {
+      for (int b = 0; b < kernel::kMaxBlocks; ++b) {
+        memory->state.block[b] = kernel::BlockCounters{value, value, value, value};
+        for (int peer = 0; peer < kernel::kMaxRanks; ++peer) {
+          memory->signals.start[b][peer] = value;
+          memory->signals.end[b][peer] = value;
+        }
+        memory->signals.fifo_head[b] = value;
+        memory->signals.fifo_tail[b] = value;
+      }
+    }
+  }
 
  private:
   struct RankMemory {
@@ -167,8 +182,10 @@ class Team {
     if (options_.lanes < 1 || options_.lanes > 64) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": lanes must be 1..64, got ", options_.lanes));
     }
-    if (options_.fifo_depth < 1 || options_.fifo_slot_bytes < kernel::kPackBytes) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs at least 1 slot of 16 bytes, got ",
+    // With one slot every rank would hold its full outgoing slot while waiting for the next rank, which
+    // waits the same way: a cycle. Two slots let each step's send go out while the last is still read.
+    if (options_.fifo_depth < 2 || options_.fifo_slot_bytes < kernel::kPackBytes) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs at least 2 slots of 16 bytes, got ",
                                                                options_.fifo_depth, " of ", options_.fifo_slot_bytes));
     }
     // The largest element (8 bytes) must leave two-shot a non-empty round and LL a line per source.
