@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every header of a tier must compile on its own, warning-free: proves each header includes what it
 # uses and that nothing outside a tier needs that tier's toolchain.
-#   headers_compile_alone.sh ROOT COMPILER          the CPU tier (plain C++17): everything but cuda/,
-#                                                   nccl/, mpi/ and their umbrellas
+#   headers_compile_alone.sh ROOT COMPILER          the CPU tier (plain C++17): everything but cuda/
+#                                                   (less cuda/kernel/ and cuda/twin/), nccl/, mpi/ and
+#                                                   their umbrellas
 #   headers_compile_alone.sh ROOT MPICXX mpi        the MPI tier, with MPI's compiler wrapper; and
 #                                                   <chorus/mpi.hpp> from a plain compiler stops with
 #                                                   an #error that says what to do
@@ -20,8 +21,10 @@ if [ "$tier" = mpi ]; then
     echo "FAILED: <chorus/mpi.hpp> from a plain compiler must stop with the #error naming mpicxx:"; cat "$log"; status=1
   fi
 else
-  headers=$(cd "$root/include" && find chorus -name '*.hpp' -not -path '*/cuda/*' -not -path '*/nccl/*' \
-              -not -path '*/mpi/*' -not -name mpi.hpp -not -name cuda.hpp -not -name nccl.hpp | sort)
+  # cuda/kernel/ (the kernels' bodies) and cuda/twin/ (their CPU twin) are CPU-tier: plain C++17.
+  headers=$(cd "$root/include" && find chorus -name '*.hpp' \( -not -path '*/cuda/*' -o -path '*/cuda/kernel/*' \
+              -o -path '*/cuda/twin/*' \) -not -path '*/nccl/*' -not -path '*/mpi/*' -not -name mpi.hpp \
+              -not -name cuda.hpp -not -name nccl.hpp | sort)
 fi
 for header in $headers; do
   if ! compile_alone "$compiler" "$header"; then

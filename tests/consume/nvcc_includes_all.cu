@@ -1,4 +1,4 @@
-// nvcc must compile every CPU-tier header (and the CUDA topology reader) in a .cu unit with device
+// nvcc must compile every CPU-tier header (and the CUDA topology reader and <chorus/cuda.hpp>) in a .cu unit with device
 // code beside it, and the host backend must still run there. Needs no GPU: no kernel is launched.
 #include <chorus/chorus.hpp>
 #include <chorus/core/config.hpp>
@@ -7,6 +7,9 @@
 #error "nvcc should set CHORUS_HAS_CUDA"
 #endif
 #include <chorus/topo/cuda_reader.hpp>
+// chorus's own GPU backend and the kernels' CPU twin, in the same unit as everything else.
+#include <chorus/cuda.hpp>
+#include <chorus/cuda/twin/twin_team.hpp>
 
 // half and bfloat16 convert on the device with the same code as on the host.
 __global__ void touch(chorus::half* h, chorus::bfloat16* b) { h[0] = chorus::half(float(b[0]) + 1.0f); }

@@ -9,6 +9,15 @@
 #define CHORUS_DEVICE
 #endif
 
+// On its own line before a __host__ __device__ function template that is also instantiated with host-only
+// types (the CUDA kernels' bodies run on the CPU twin's Block): nvcc then checks the calls per
+// instantiation instead of warning that a host-device template calls host functions.
+#if defined(__CUDACC__)
+#define CHORUS_HOST_DEVICE_TEMPLATE _Pragma("nv_exec_check_disable")
+#else
+#define CHORUS_HOST_DEVICE_TEMPLATE
+#endif
+
 // Optional backends announce themselves through these; a plain C++17 compiler sees all zero.
 #if defined(__CUDACC__) || defined(CHORUS_WITH_CUDA)
 #define CHORUS_HAS_CUDA 1

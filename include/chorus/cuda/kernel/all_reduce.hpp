@@ -10,6 +10,7 @@
 
 namespace chorus::cuda::kernel {
 
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool all_reduce(const Block& block, const RankView& view, const AllReduceCall<T>& call,
                                           KernelAlgorithm algorithm) {

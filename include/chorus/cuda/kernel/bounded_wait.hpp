@@ -13,6 +13,7 @@ namespace chorus::cuda::kernel {
 
 // Only the first timeout of a rank is kept: it names the wait that started the stall; later ones are
 // its consequences. The fields are written before `timed_out` is released.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class Block>
 CHORUS_HOST_DEVICE inline void record_timeout(const Block& block, const RankView& view, int peer, std::uint32_t step,
                                               std::uint32_t expected, std::uint32_t seen, const char* what) {
@@ -29,6 +30,7 @@ CHORUS_HOST_DEVICE inline void record_timeout(const Block& block, const RankView
 }
 
 // Spins until the counter at `flag` has reached `target` (see reached()); false on timeout.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class Block>
 CHORUS_HOST_DEVICE inline bool wait_until_reached(const Block& block, const RankView& view, const std::uint32_t* flag,
                                                   std::uint32_t target, int peer, std::uint32_t step,
@@ -51,6 +53,7 @@ CHORUS_HOST_DEVICE inline bool wait_until_reached(const Block& block, const Rank
 // lane of a peer wrote before the barrier is visible to every lane here after it. Barriers alternate
 // between the start and end arrays (a fast peer may already signal the next barrier); the counter lives in
 // RankState, so it continues across calls and graph replays. False (on every lane) if any lane timed out.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class Block>
 CHORUS_HOST_DEVICE inline bool flag_barrier(const Block& block, const RankView& view, std::uint32_t counter) {
   const int b = block.block();

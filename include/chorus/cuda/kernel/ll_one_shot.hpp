@@ -29,6 +29,7 @@ CHORUS_HOST_DEVICE inline std::uint64_t* ll_slot(const RankView& view, int rank,
          line;
 }
 
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool ll_one_shot_all_reduce(const Block& block, const RankView& view,
                                                       const AllReduceCall<T>& call) {

@@ -13,6 +13,7 @@
 namespace chorus::cuda::kernel {
 
 // False if a wait timed out (the TimeoutRecord says which); then the rank's counters are not advanced.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool one_shot_all_reduce(const Block& block, const RankView& view,
                                                    const AllReduceCall<T>& call) {

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../core/config.hpp"
+
 namespace chorus::cuda::kernel {
 
 inline constexpr int kMaxRanks = 8;
@@ -59,18 +61,18 @@ struct ScratchLayout {
   std::size_t fifo_slot_bytes;
   int fifo_depth;
 
-  constexpr std::size_t staging_offset() const { return 0; }
-  constexpr std::size_t result_offset() const { return staging_bytes; }
-  constexpr std::size_t ll_offset() const { return staging_bytes + result_bytes; }
-  constexpr std::size_t fifo_offset() const { return staging_bytes + result_bytes + ll_bytes; }
-  constexpr std::size_t total_bytes() const { return staging_bytes + result_bytes + ll_bytes + fifo_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t staging_offset() const { return 0; }
+  CHORUS_HOST_DEVICE constexpr std::size_t result_offset() const { return staging_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t ll_offset() const { return staging_bytes + result_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t fifo_offset() const { return staging_bytes + result_bytes + ll_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return staging_bytes + result_bytes + ll_bytes + fifo_bytes; }
 };
 
 // A layout for `staging` bytes of barrier-family staging and `fifo_slot` x `depth` bytes of FIFO per
 // block. Every region is a multiple of 256 bytes, so each starts cache-line aligned; slots are whole
 // 16-byte vectors.
-constexpr std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
-constexpr ScratchLayout make_layout(std::size_t staging, std::size_t ll, std::size_t fifo_slot, int depth,
+CHORUS_HOST_DEVICE constexpr std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
+CHORUS_HOST_DEVICE constexpr ScratchLayout make_layout(std::size_t staging, std::size_t ll, std::size_t fifo_slot, int depth,
                                     int blocks) {
   const std::size_t slot = round_up(fifo_slot, 16);
   return ScratchLayout{round_up(staging, 256),

@@ -78,6 +78,7 @@ CHORUS_HOST_DEVICE inline bool same_misalignment(const ReduceCopyArgs<T>& args) 
 }
 
 // Elements [0, count) of every pointer in `args`; this lane's share: every lanes()-th element or pack.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline void reduce_copy(const Block& block, const ReduceCopyArgs<T>& args, std::size_t count) {
   const std::size_t lane = static_cast<std::size_t>(block.lane());

@@ -43,6 +43,7 @@ struct Fifo {
 
 // Waits (lane 0) for what the step needs: a filled incoming slot, a free outgoing slot; then the block
 // barrier publishes it to every lane. False on every lane if lane 0 timed out.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo, bool incoming, bool outgoing,
                                          std::uint32_t step) {
@@ -53,7 +54,10 @@ CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo
       ok = wait_until_reached(block, fifo.view, &own->fifo_head[fifo.block], fifo.received + 1, fifo.view.ring_prev, step,
                               "Simple FIFO: slot from the previous rank");
     }
-    if (ok && outgoing && fifo.sent >= static_cast<std::uint32_t>(fifo.view.layout.fifo_depth)) {
+    // Slot `sent` is free once `sent - depth` has been consumed. No special case for the first `depth`
+    // sends: the target is then "negative" and the fresh tail has reached it; a `sent >= depth` test
+    // would wrongly skip the wait each time the counter wraps (ThreadSanitizer caught that on the twin).
+    if (ok && outgoing) {
       ok = wait_until_reached(block, fifo.view, &own->fifo_tail[fifo.block],
                               fifo.sent + 1 - static_cast<std::uint32_t>(fifo.view.layout.fifo_depth), fifo.view.ring_next,
                               step, "Simple FIFO: free slot at the next rank");
@@ -63,6 +67,7 @@ CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo
 }
 
 // After every lane has written the outgoing slot and read the incoming one: lane 0 tells the neighbours.
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline void fifo_post(const Block& block, Fifo<T>& fifo, bool incoming, bool outgoing) {
   block.sync();
@@ -77,6 +82,7 @@ CHORUS_HOST_DEVICE inline void fifo_post(const Block& block, Fifo<T>& fifo, bool
   if (incoming) ++fifo.received;
 }
 
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool ring_all_reduce(const Block& block, const RankView& view, const AllReduceCall<T>& call) {
   const int n = view.nranks;

@@ -12,6 +12,7 @@
 
 namespace chorus::cuda::kernel {
 
+CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool two_shot_all_reduce(const Block& block, const RankView& view,
                                                    const AllReduceCall<T>& call) {

@@ -1,0 +1,339 @@
+// chorus::cuda::Team: ranks on GPUs of this process, running chorus's own all-reduce kernels.
+//
+//   auto team = chorus::cuda::Team::virtual_ranks(0, 4);   // 4 ranks on GPU 0: tests every algorithm on one GPU
+//   chorus::cuda::Team team({0, 1, 2, 3});                  // one rank per GPU, peer access enabled
+//   team.all_reduce(inputs, outputs, count, ReduceOp::sum, Algorithm::ring, streams);  // all ranks, one call
+//   team.synchronize();                                     // bounded; a kernel timeout becomes chorus::Error
+//
+// Virtual ranks run in one cooperative launch (grid = ranks x blocks, sized with the occupancy API), so
+// every block is resident and no rank can wait on a rank that never gets an SM; each rank has its own
+// allocations. With one rank per GPU each device gets its own cooperative launch on its own stream.
+#pragma once
+
+#include "../core/algorithm.hpp"
+#include "../core/data_type.hpp"
+#include "../core/env.hpp"
+#include "../core/error.hpp"
+#include "all_reduce_kernel.cuh"
+#include "runtime_check.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace chorus::cuda {
+
+struct TeamOptions {
+  int blocks = 8;                            // blocks (channels) per rank, before the occupancy limit
+  int threads = 512;                         // threads per block
+  std::size_t staging_bytes = 8u << 20;      // one-shot / two-shot staging per rank
+  std::size_t ll_bytes = 1u << 20;           // LL lines per rank
+  std::size_t fifo_slot_bytes = 128u << 10;  // Simple FIFO slot
+  int fifo_depth = 4;                        // Simple FIFO slots per block
+  std::uint32_t delay_seed = 0;              // nonzero: seeded per-rank delays before waits (testing)
+};
+
+// Which kernel serves Algorithm::automatic: LL for the smallest messages, then the barrier one-shot,
+// two-shot, and the ring (seeds from published crossovers, ../shared notes; tune with chorus-bench).
+inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes, int ranks) {
+  switch (algorithm) {
+    case Algorithm::one_shot: return kernel::KernelAlgorithm::one_shot;
+    case Algorithm::two_shot: return kernel::KernelAlgorithm::two_shot;
+    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
+    case Algorithm::automatic:
+      if (bytes <= (16u << 10)) return kernel::KernelAlgorithm::ll_one_shot;
+      if (bytes <= (ranks <= 4 ? (512u << 10) : (256u << 10))) return kernel::KernelAlgorithm::one_shot;
+      if (bytes <= (8u << 20)) return kernel::KernelAlgorithm::two_shot;
+      return kernel::KernelAlgorithm::ring;
+    default:
+      throw Error(ErrorCode::unsupported, std::string("chorus::cuda::Team::all_reduce: algorithm ") + to_string(algorithm) +
+                                              " has no CUDA kernel yet (one_shot, two_shot, ring, automatic)");
+  }
+}
+
+class Team {
+ public:
+  static Team virtual_ranks(int device, int ranks, TeamOptions options = {}) {
+    return Team(std::vector<int>(static_cast<std::size_t>(ranks), device), options, true);
+  }
+  explicit Team(std::vector<int> devices, TeamOptions options = {}) : Team(std::move(devices), options, false) {}
+
+  Team(Team&& other) noexcept { swap(other); }
+  Team& operator=(Team&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+  ~Team() { release(); }
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  int device(int rank) const { return devices_.at(static_cast<std::size_t>(rank)); }
+  int blocks_per_rank() const { return blocks_; }
+  bool is_virtual() const { return virtual_; }
+
+  // Every rank's all_reduce in one call (group semantics, as NCCL's ncclGroupStart/End around one call per
+  // rank). `streams`: one per rank (each on its rank's device), or one for all; empty: the default stream.
+  // Stream-ordered: returns after launching; synchronize() waits and reports a kernel's timeout.
+  template <class T>
+  void all_reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op,
+                  Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {},
+                  const std::vector<bool>& takes_part = {}) {
+    all_reduce_with(inputs, outputs, count, op, kernel_for(algorithm, count * sizeof(T), size()), streams, takes_part);
+  }
+
+  template <class T>
+  void all_reduce_with(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op,
+                       kernel::KernelAlgorithm algorithm, const std::vector<cudaStream_t>& streams = {},
+                       const std::vector<bool>& takes_part = {}) {
+    const char* call = "cuda::Team::all_reduce";
+    if (broken_) throw Error(ErrorCode::peer_failed, "chorus::cuda::Team::all_reduce: an earlier call timed out; make a new Team");
+    const auto n = static_cast<std::size_t>(size());
+    if (inputs.size() != n || outputs.size() != n) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": one input and one output per rank (", n, "), got ",
+                                                               inputs.size(), " and ", outputs.size()));
+    }
+    if (!streams.empty() && streams.size() != 1 && streams.size() != n) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": streams must be empty, one, or one per rank, got ", streams.size()));
+    }
+    if (!takes_part.empty() && takes_part.size() != n) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": takes_part must be empty or one per rank, got ", takes_part.size()));
+    }
+    if (count > SIZE_MAX / sizeof(T)) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": count ", count, " overflows the byte size"));
+    }
+    CallBuffers buffers{};
+    for (std::size_t r = 0; r < n; ++r) {
+      if (count > 0 && (inputs[r] == nullptr || outputs[r] == nullptr)) {
+        throw make_error(ErrorCode::invalid_argument, call, static_cast<int>(r), "null buffer with count ", count);
+      }
+      buffers.input[r] = inputs[r];
+      buffers.output[r] = outputs[r];
+      buffers.takes_part[r] = takes_part.empty() || takes_part[r] ? 1 : 0;
+    }
+    const auto stream_of = [&](std::size_t r) { return streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : r]; };
+    const auto kernel = &all_reduce_kernel<T>;
+    for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
+      const int device = devices_[first];
+      check_cuda(cudaSetDevice(device), call, static_cast<int>(first), "cudaSetDevice");
+      const kernel::RankView* views = views_[first];
+      int first_rank = static_cast<int>(first);
+      int blocks = blocks_;
+      kernel::KernelAlgorithm which = algorithm;
+      void* args[] = {&views, &buffers, &first_rank, &blocks, &count, &op, &which};
+      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
+      check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, dim3(static_cast<unsigned>(options_.threads)),
+                                             args, 0, stream_of(first)),
+                 call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
+    }
+    launched_ = algorithm;
+  }
+
+  // Waits for every rank's device (bounded: CHORUS_TIMEOUT_MS plus a grace period; the kernels bound their
+  // own waits by CHORUS_TIMEOUT_MS), then turns the first timeout record into chorus::Error.
+  void synchronize() {
+    const auto limit = std::chrono::steady_clock::now() + 2 * std::chrono::milliseconds(env::timeout_ms()) + std::chrono::seconds(5);
+    for (std::size_t r = 0; r < devices_.size(); r += ranks_per_launch()) {
+      check_cuda(cudaSetDevice(devices_[r]), "cuda::Team::synchronize", static_cast<int>(r), "cudaSetDevice");
+      cudaEvent_t done;
+      check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventCreate");
+      check_cuda(cudaEventRecord(done, cudaStreamLegacy), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventRecord");
+      cudaError_t status;
+      while ((status = cudaEventQuery(done)) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > limit) {
+          cudaEventDestroy(done);
+          broken_ = true;
+          throw make_error(ErrorCode::timeout, "cuda::Team::synchronize", static_cast<int>(r), "device ", devices_[r],
+                           " did not finish within the bound; the kernels' own waits should have ended first");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      cudaEventDestroy(done);
+      check_cuda(status, "cuda::Team::synchronize", static_cast<int>(r), "cudaEventQuery");
+    }
+    for (std::size_t r = 0; r < devices_.size(); ++r) {
+      const kernel::TimeoutRecord& record = timeouts_[r];
+      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
+      broken_ = true;
+      throw make_error(ErrorCode::timeout, "cuda::Team::all_reduce", record.rank, kernel::to_string(launched_), " block ",
+                       record.block, " waited ", env::timeout_ms(), " ms for rank ", record.peer, " (", record.what,
+                       ", step ", record.step, "): expected ", record.expected, ", saw ", record.seen);
+    }
+  }
+
+ private:
+  Team(std::vector<int> devices, TeamOptions options, bool virtual_ranks) : devices_(std::move(devices)), options_(options), virtual_(virtual_ranks) {
+    const char* call = virtual_ ? "cuda::Team::virtual_ranks" : "cuda::Team";
+    const int n = size();
+    if (n < 1 || n > kernel::kMaxRanks) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks must be 1..", kernel::kMaxRanks, ", got ", n));
+    }
+    if (options_.fifo_depth < 2) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": fifo_depth must be at least 2, got ", options_.fifo_depth));
+    }
+    if (options_.threads < 32 || options_.threads > 1024 || options_.blocks < 1 || options_.blocks > kernel::kMaxBlocks) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": threads must be 32..1024 and blocks 1..",
+                                                               kernel::kMaxBlocks, ", got ", options_.threads, " and ", options_.blocks));
+    }
+    try {
+      setup(call);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  int ranks_per_launch() const { return virtual_ ? size() : 1; }
+
+  void setup(const char* call) {
+    const int n = size();
+    for (int r = 0; r < n; ++r) {
+      int cooperative = 0;
+      check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, devices_[static_cast<std::size_t>(r)]), call, r,
+                 "cudaDeviceGetAttribute");
+      if (!cooperative) {
+        throw make_error(ErrorCode::unsupported, call, r, "device ", devices_[static_cast<std::size_t>(r)],
+                         " cannot launch cooperatively, so co-residency of the blocks is not guaranteed");
+      }
+    }
+    // Blocks per rank: what the caller asked, cut so every block of a launch is resident at once.
+    blocks_ = options_.blocks;
+    for (int r = 0; r < n; r += ranks_per_launch()) {
+      const int device = devices_[static_cast<std::size_t>(r)];
+      check_cuda(cudaSetDevice(device), call, r, "cudaSetDevice");
+      int sms = 0, per_sm = 0;
+      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call, r, "cudaDeviceGetAttribute");
+      for (const void* kernel : {reinterpret_cast<const void*>(&all_reduce_kernel<double>),
+                                 reinterpret_cast<const void*>(&all_reduce_kernel<half>),
+                                 reinterpret_cast<const void*>(&all_reduce_kernel<float>)}) {
+        check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, r,
+                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        blocks_ = std::min(blocks_, per_sm * sms / ranks_per_launch());
+      }
+    }
+    if (blocks_ < 1) {
+      throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(), " ranks x ", options_.threads,
+                       " threads do not fit the device at once; use fewer threads or ranks");
+    }
+    layout_ = kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes, options_.fifo_depth, blocks_);
+    if (kernel::two_shot_round_elements(kernel::segment_elements(options_.staging_bytes, blocks_, 8), n, blocks_, 2) == 0 ||
+        kernel::ll_capacity_lines(options_.ll_bytes, n) < 2) {
+      throw make_error(ErrorCode::invalid_argument, call, 0, "staging_bytes ", options_.staging_bytes, " or ll_bytes ",
+                       options_.ll_bytes, " too small for ", n, " ranks x ", blocks_, " blocks");
+    }
+    // Distinct allocations per rank (one allocation seen at two addresses would need proxy fences).
+    scratch_.assign(static_cast<std::size_t>(n), nullptr);
+    signals_.assign(static_cast<std::size_t>(n), nullptr);
+    states_.assign(static_cast<std::size_t>(n), nullptr);
+    views_.assign(static_cast<std::size_t>(n), nullptr);
+    check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&timeouts_), sizeof(kernel::TimeoutRecord) * static_cast<std::size_t>(n),
+                             cudaHostAllocMapped | cudaHostAllocPortable),
+               call, 0, "cudaHostAlloc");
+    std::memset(static_cast<void*>(timeouts_), 0, sizeof(kernel::TimeoutRecord) * static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      check_cuda(cudaSetDevice(devices_[i]), call, r, "cudaSetDevice");
+      if (!virtual_) enable_peer_access(call, r);
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&scratch_[i]), layout_.total_bytes()), call, r, "cudaMalloc");
+      check_cuda(cudaMemset(scratch_[i], 0, layout_.total_bytes()), call, r, "cudaMemset");
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&signals_[i]), sizeof(kernel::Signals)), call, r, "cudaMalloc");
+      check_cuda(cudaMemset(signals_[i], 0, sizeof(kernel::Signals)), call, r, "cudaMemset");
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&states_[i]), sizeof(kernel::RankState)), call, r, "cudaMalloc");
+      check_cuda(cudaMemset(states_[i], 0, sizeof(kernel::RankState)), call, r, "cudaMemset");
+    }
+    std::vector<kernel::RankView> views(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      kernel::RankView& view = views[static_cast<std::size_t>(r)];
+      view.rank = r;
+      view.nranks = n;
+      view.blocks = blocks_;
+      view.layout = layout_;
+      for (int k = 0; k < n; ++k) {
+        view.scratch[k] = scratch_[static_cast<std::size_t>(k)];
+        view.signals[k] = signals_[static_cast<std::size_t>(k)];
+      }
+      view.ring_position = r;
+      view.ring_next = (r + 1) % n;
+      view.ring_prev = (r + n - 1) % n;
+      view.state = states_[static_cast<std::size_t>(r)];
+      kernel::TimeoutRecord* mapped = nullptr;
+      check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), timeouts_ + r, 0), call, r, "cudaHostGetDevicePointer");
+      view.timeout = mapped;
+      view.timeout_ns = static_cast<std::uint64_t>(env::timeout_ms()) * 1000000u;
+      view.delay_seed = options_.delay_seed;
+    }
+    // Each launch reads the views from its own device's memory.
+    for (int r = 0; r < n; r += ranks_per_launch()) {
+      const auto i = static_cast<std::size_t>(r);
+      check_cuda(cudaSetDevice(devices_[i]), call, r, "cudaSetDevice");
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&views_[i]), sizeof(kernel::RankView) * views.size()), call, r, "cudaMalloc");
+      check_cuda(cudaMemcpy(views_[i], views.data(), sizeof(kernel::RankView) * views.size(), cudaMemcpyHostToDevice), call, r,
+                 "cudaMemcpy");
+    }
+    check_cuda(cudaDeviceSynchronize(), call, 0, "cudaDeviceSynchronize");
+  }
+
+  void enable_peer_access(const char* call, int rank) {
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      const int peer = devices_[k];
+      const int self = devices_[static_cast<std::size_t>(rank)];
+      if (peer == self) continue;
+      int can = 0;
+      check_cuda(cudaDeviceCanAccessPeer(&can, self, peer), call, rank, "cudaDeviceCanAccessPeer");
+      if (!can) throw make_error(ErrorCode::unsupported, call, rank, "device ", self, " cannot access device ", peer, " (no peer access)");
+      const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+      if (status == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();  // clear the sticky-free error so later checks do not see it
+      } else {
+        check_cuda(status, call, rank, "cudaDeviceEnablePeerAccess");
+      }
+    }
+  }
+
+  void release() noexcept {
+    for (std::size_t i = 0; i < scratch_.size(); ++i) {
+      cudaSetDevice(devices_[i]);
+      if (scratch_[i]) cudaFree(scratch_[i]);
+      if (signals_[i]) cudaFree(signals_[i]);
+      if (states_[i]) cudaFree(states_[i]);
+      if (views_[i]) cudaFree(views_[i]);
+    }
+    scratch_.clear();
+    signals_.clear();
+    states_.clear();
+    views_.clear();
+    if (timeouts_) cudaFreeHost(timeouts_);
+    timeouts_ = nullptr;
+  }
+
+  void swap(Team& other) noexcept {
+    std::swap(devices_, other.devices_);
+    std::swap(options_, other.options_);
+    std::swap(virtual_, other.virtual_);
+    std::swap(blocks_, other.blocks_);
+    std::swap(layout_, other.layout_);
+    std::swap(scratch_, other.scratch_);
+    std::swap(signals_, other.signals_);
+    std::swap(states_, other.states_);
+    std::swap(views_, other.views_);
+    std::swap(timeouts_, other.timeouts_);
+    std::swap(broken_, other.broken_);
+    std::swap(launched_, other.launched_);
+  }
+
+  std::vector<int> devices_;
+  TeamOptions options_{};
+  bool virtual_ = false;
+  int blocks_ = 0;
+  kernel::ScratchLayout layout_{};
+  std::vector<unsigned char*> scratch_;
+  std::vector<kernel::Signals*> signals_;
+  std::vector<kernel::RankState*> states_;
+  std::vector<kernel::RankView*> views_;
+  kernel::TimeoutRecord* timeouts_ = nullptr;
+  bool broken_ = false;
+  kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;
+};
+
+}  // namespace chorus::cuda
