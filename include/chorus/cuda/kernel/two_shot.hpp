@@ -25,13 +25,14 @@ CHORUS_HOST_DEVICE inline bool two_shot_all_reduce(const Block& block, const Ran
   const std::size_t per_round = two_shot_round_elements(segment, view.nranks, view.blocks, per_pack);
   const std::size_t rounds = round_count(call.count, per_round);
   const int divide = call.op == ReduceOp::avg ? view.nranks : 0;
-  const std::size_t base = segment * static_cast<std::size_t>(block.block());
+  const auto this_block = static_cast<std::size_t>(block.block());  // the lambdas below see plain values only
+  const std::size_t base = segment * this_block;
   // Chunk c of a round is owned (reduced) by rank c; block b of every rank handles share b of every chunk,
   // so a block reads only what the same block of its peers wrote before the barrier they shared. The fold
   // is in rank order whatever the chunking, so the bits are algo::two_shot_all_reduce's.
   const auto share_of = [&](Range round, std::size_t chunk) {
     const Range c = packed_share(round, n, chunk, per_pack);
-    return packed_share(c, static_cast<std::size_t>(view.blocks), static_cast<std::size_t>(block.block()), per_pack);
+    return packed_share(c, static_cast<std::size_t>(view.blocks), this_block, per_pack);
   };
   const auto segment_at = [&](Range round, std::size_t chunk) {  // where chunk's share sits in the segment
     std::size_t at = base;
