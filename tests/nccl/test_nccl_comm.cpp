@@ -32,6 +32,7 @@ namespace {
 cudaStream_t stream_a() { return reinterpret_cast<cudaStream_t>(std::uintptr_t{0x5a}); }
 
 // A communicator of `size` ranks on which this is `rank`, after the creation calls are cleared from the log.
+// It resets the fake, whose communicators die with it: at most one made() per test case.
 Comm made(int rank, int size, fake::Script script = fake::Script()) {
   fake::reset(script);
   Comm comm = Comm::init_rank(size, Comm::unique_id(), rank);
@@ -339,7 +340,7 @@ TEST_CASE("barrier is an all-reduce of one int on the stream", "[nccl][comm]") {
   CHECK(reduces == 1);
 }
 
-TEST_CASE("NCCL's refusal of a call is chorus::Error with NCCL's message; ncclInProgress is waited out", "[nccl][comm]") {
+TEST_CASE("NCCL's refusal of a call is chorus::Error with NCCL's message", "[nccl][comm]") {
   fake::Script script;
   script.fail["ncclAllReduce"] = ncclInvalidArgument;
   Comm comm = made(0, 2, script);
@@ -353,12 +354,15 @@ TEST_CASE("NCCL's refusal of a call is chorus::Error with NCCL's message; ncclIn
                              Catch::Contains("(ncclInvalidArgument): fake last error"));
   }
   CHECK(fake::count("ncclCommAbort") == 0);  // an invalid argument leaves the communicator usable
+}
 
+TEST_CASE("a call NCCL answers with ncclInProgress is waited out", "[nccl][comm]") {
   fake::Script busy;
   busy.call_result = ncclInProgress;
   busy.busy_polls = 30;
   Comm slow = made(0, 2, busy);
   const int polls_before = fake::state().async_polls;
+  std::vector<double> a(4);
   slow.on(stream_a()).all_reduce(a.data(), a.data(), 4, ReduceOp::sum);
   CHECK(fake::state().async_polls - polls_before == 31);
 }
@@ -543,4 +547,16 @@ TEST_CASE("inside a Group, a call's scratch is freed only after the group has la
   CHECK(nccl_calls() == Names{"ncclGroupStart", "cudaMallocAsync", "cudaMemsetAsync", "ncclAllReduce", "cudaMallocAsync",
                               "cudaMemcpyAsync", "ncclGroupStart", "ncclSend", "ncclRecv", "ncclSend", "ncclRecv",
                               "ncclGroupEnd", "ncclGroupEnd", "cudaFreeAsync", "cudaFreeAsync"});
+}
+
+TEST_CASE("a communicator whose creating group never ends is aborted, not finalized", "[nccl][comm]") {
+  fake::reset();
+  // A thread that opens a group (here by the raw calls a Group makes) and exits without ending it: its
+  // group state, holding the half-made communicator, dies with it.
+  std::thread abandoned([] {
+    chorus::nccl::detail::group_start<fake::Library>("test", 0);
+    Comm comm = Comm::init_rank(2, ncclUniqueId{}, 1);
+  });
+  abandoned.join();
+  CHECK(fake::names() == Names{"ncclGroupStart", "ncclCommInitRankConfig", "ncclCommAbort"});
 }
