@@ -544,9 +544,11 @@ TEST_CASE("inside a Group, a call's scratch is freed only after the group has la
     CHECK(fake::count("cudaFreeAsync") == 0);
     group.end();
   }
-  CHECK(nccl_calls() == Names{"ncclGroupStart", "cudaMallocAsync", "cudaMemsetAsync", "ncclAllReduce", "cudaMallocAsync",
-                              "cudaMemcpyAsync", "ncclGroupStart", "ncclSend", "ncclRecv", "ncclSend", "ncclRecv",
-                              "ncclGroupEnd", "ncclGroupEnd", "cudaFreeAsync", "cudaFreeAsync"});
+  // comms[1] is on device 1: its scratch is made there, and the caller's device (0) restored.
+  CHECK(nccl_calls() == Names{"ncclGroupStart", "cudaMallocAsync", "cudaMemsetAsync", "ncclAllReduce", "cudaSetDevice",
+                              "cudaMallocAsync", "cudaMemcpyAsync", "ncclGroupStart", "ncclSend", "ncclRecv", "ncclSend",
+                              "ncclRecv", "ncclGroupEnd", "cudaSetDevice", "ncclGroupEnd", "cudaFreeAsync", "cudaFreeAsync"});
+  CHECK(fake::current_device() == 0);
 }
 
 TEST_CASE("a communicator whose creating group never ends is aborted, not finalized", "[nccl][comm]") {

@@ -30,6 +30,30 @@ inline ncclConfig_t nonblocking_config() {
   return config;
 }
 
+// Makes `device` current for a scope (and restores the caller's): the CUDA calls a view makes itself
+// (scratch for barrier and in-place all_to_all) must go to its communicator's GPU, while one thread may
+// be driving several.
+template <class Api>
+class DeviceScope {
+ public:
+  DeviceScope(int device, RankName rank, const char* call) {
+    cuda::check_cuda(Api::get_device(&saved_), call, rank, "cudaGetDevice");
+    if (device >= 0 && device != saved_) {
+      cuda::check_cuda(Api::set_device(device), call, rank, "cudaSetDevice");
+      switched_ = true;
+    }
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  ~DeviceScope() {
+    if (switched_) Api::set_device(saved_);
+  }
+
+ private:
+  int saved_ = 0;
+  bool switched_ = false;
+};
+
 template <class Api>
 class Handle {
  public:

@@ -134,6 +134,7 @@ class BasicView {
   // An all-reduce of one int on the stream: work enqueued after it starts once every rank has reached it.
   void barrier() {
     detail::Handle<Api>& h = ready("barrier");
+    const detail::DeviceScope<Api> on_device(h.device(), h.name(), "barrier");
     void* flag = nullptr;
     h.check_cuda(Api::malloc_async(&flag, sizeof(int), stream_), "barrier", "cudaMallocAsync");
     try {
@@ -233,6 +234,7 @@ class BasicView {
     const std::size_t block = count * checked.element_size;
     const std::size_t bytes = block * static_cast<std::size_t>(h.size());
     void* staging = nullptr;
+    const detail::DeviceScope<Api> on_device(h.device(), h.name(), name);
     if (checked.buffers_alias) {
       h.check_cuda(Api::malloc_async(&staging, bytes, stream_), name, "cudaMallocAsync");
       const cudaError_t copied = Api::copy_async(staging, send, bytes, stream_);
