@@ -379,6 +379,7 @@ TEST_CASE("wait polls the stream and NCCL; a timeout aborts once and names the l
 
   ScopedEnv timeout("CHORUS_TIMEOUT_MS", "100");
   fake::state().script.stream_busy_polls = 1 << 30;
+  view.all_to_all(a.data(), a.data(), 2);  // one call, though it is four NCCL calls
   view.broadcast(a.data(), a.data(), 4, 1);
   try {
     comm.wait(stream_a());
@@ -386,7 +387,7 @@ TEST_CASE("wait polls the stream and NCCL; a timeout aborts once and names the l
   } catch (const chorus::Error& e) {
     CHECK(e.code() == ErrorCode::timeout);
     CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 100 ms") &&
-                             Catch::Contains("to finish broadcast (call 2 on this communicator)"));
+                             Catch::Contains("to finish broadcast (call 3 on this communicator)"));
   }
   CHECK(fake::count("ncclCommAbort") == 1);
   // The communicator stays failed, and says why.

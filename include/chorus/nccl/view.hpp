@@ -122,12 +122,14 @@ class BasicView {
     detail::Handle<Api>& h = ready("send");
     const ncclDataType_t nccl_type = checked_peer_call(h, "send", data, count, type, peer);
     if (count == 0) return;
+    h.note("send");
     enqueue(h, "send", "ncclSend", [&] { return Api::send(data, count, nccl_type, peer, h.raw(), stream_); });
   }
   void recv(void* data, std::size_t count, DataType type, int peer) {
     detail::Handle<Api>& h = ready("recv");
     const ncclDataType_t nccl_type = checked_peer_call(h, "recv", data, count, type, peer);
     if (count == 0) return;
+    h.note("recv");
     enqueue(h, "recv", "ncclRecv", [&] { return Api::recv(data, count, nccl_type, peer, h.raw(), stream_); });
   }
 
@@ -135,6 +137,7 @@ class BasicView {
   void barrier() {
     detail::Handle<Api>& h = ready("barrier");
     const detail::DeviceScope<Api> on_device(h.device(), h.name(), "barrier");
+    h.note("barrier");
     void* flag = nullptr;
     h.check_cuda(Api::malloc_async(&flag, sizeof(int), stream_), "barrier", "cudaMallocAsync");
     try {
@@ -176,13 +179,12 @@ class BasicView {
     return h;
   }
 
-  // One NCCL call: joins an open group (which then settles this communicator at its end), else settles
-  // ncclInProgress now.
+  // One NCCL call (the caller has noted the chorus call): joins an open group, which then settles this
+  // communicator at its end, else settles ncclInProgress now.
   template <class Call>
   void enqueue(detail::Handle<Api>& h, const char* call, const char* function, Call&& nccl_call) {
     detail::GroupState<Api>& group = detail::GroupState<Api>::here();
     if (group.depth > 0) group.join(handle_);
-    h.note(call);
     const ncclResult_t result = nccl_call();
     if (result == ncclInProgress && group.depth > 0) return;  // the group's end settles it
     h.check(result, call, function);
@@ -200,6 +202,7 @@ class BasicView {
     const ncclDataType_t type = to_nccl(args.type, version, name, h.name());
     const ncclRedOp_t op = traits(args.collective).reduces ? to_nccl(args.op, version, name, h.name()) : ncclSum;
     if (args.count == 0) return;  // nothing moves; every rank skips alike, since counts must agree
+    h.note(name);
     const void* send = args.send;
     void* recv = args.recv;
     const std::size_t count = args.count;
