@@ -39,6 +39,11 @@ struct FakeComm {
   ncclResult_t async = ncclSuccess;
   bool blocking_config = true;
   ncclUniqueId id{};
+  // NCCL's background job writes the caller's slot when it ends: init writes the communicator again,
+  // split writes the child (null for NCCL_SPLIT_NOCOLOR) only then. The fake does it on the first
+  // ncclCommGetAsyncError that finds the job done.
+  ncclComm_t* slot = nullptr;
+  ncclComm_t slot_value = nullptr;
 };
 
 struct Script {
@@ -144,6 +149,8 @@ struct Library {
     {
       std::lock_guard<std::mutex> lock(state().mutex);
       *comm = reinterpret_cast<ncclComm_t>(made.get());
+      made->slot = comm;
+      made->slot_value = *comm;
       state().comms.push_back(std::move(made));
     }
     return busy(*comm);
@@ -151,18 +158,23 @@ struct Library {
   static ncclResult_t comm_split(ncclComm_t comm, int color, int key, ncclComm_t* part, ncclConfig_t*) {
     ncclResult_t failing = record({"ncclCommSplit", nullptr, nullptr, 0, ncclInt8, ncclSum, color, comm});
     if (failing != ncclSuccess) return failing;
-    *part = nullptr;
+    *part = nullptr;  // as NCCL: null until the split's job ends
+    ncclComm_t child = nullptr;
     if (color != NCCL_SPLIT_NOCOLOR) {
       auto made = std::make_unique<FakeComm>();
       made->rank = key;
       made->size = state().script.split_size > 0 ? state().script.split_size : comm_of(comm).size;
       made->device = comm_of(comm).device;
       std::lock_guard<std::mutex> lock(state().mutex);
-      *part = reinterpret_cast<ncclComm_t>(made.get());
+      child = reinterpret_cast<ncclComm_t>(made.get());
       state().comms.push_back(std::move(made));
     }
-    if (*part != nullptr) busy(*part);
-    return busy(comm);
+    if (child != nullptr) busy(child);
+    busy(comm);
+    std::lock_guard<std::mutex> lock(state().mutex);
+    comm_of(comm).slot = part;
+    comm_of(comm).slot_value = child;
+    return ncclSuccess;  // as NCCL: success, though the job runs on (the parent reads ncclInProgress)
   }
   static ncclResult_t comm_finalize(ncclComm_t comm) {
     ncclResult_t failing = record({"ncclCommFinalize", nullptr, nullptr, 0, ncclInt8, ncclSum, -1, comm});
@@ -181,6 +193,8 @@ struct Library {
       *result = ncclInProgress;
     } else {
       *result = ncclSuccess;
+      if (c.slot != nullptr) *c.slot = c.slot_value;
+      c.slot = nullptr;
     }
     return ncclSuccess;
   }

@@ -39,14 +39,13 @@ HandlePtr<Api> init_rank(int nranks, const ncclUniqueId& id, int rank) {
     throw make_error(ErrorCode::invalid_argument, "nccl::init_rank", rank, "rank ", rank, " is not a rank of ", nranks);
   }
   ncclConfig_t config = nonblocking_config();
-  ncclComm_t comm = nullptr;
-  const ncclResult_t result = Api::comm_init_rank_config(&comm, nranks, id, rank, &config);
+  auto handle = std::make_shared<Handle<Api>>(RankName(rank));
+  const ncclResult_t result = Api::comm_init_rank_config(handle->slot(), nranks, id, rank, &config);
   if (result != ncclSuccess && result != ncclInProgress) {
-    const std::string text = Api::last_error(comm);
-    if (comm != nullptr) Api::comm_abort(comm);
+    const std::string text = Api::last_error(handle->raw());
+    handle->abort(error_code_of(result), "ncclCommInitRankConfig failed");  // no-op when NCCL made nothing
     throw nccl_error(result, "nccl::init_rank", rank, "ncclCommInitRankConfig", text);
   }
-  auto handle = std::make_shared<Handle<Api>>(comm, RankName(rank));
   finish<Api>(handle, "nccl::init_rank", "ncclCommInitRankConfig");
   return handle;
 }
@@ -81,14 +80,11 @@ std::vector<HandlePtr<Api>> init_all(const std::vector<int>& devices) {
       for (int i = 0; i < n; ++i) {
         cuda::check_cuda(Api::set_device(devices[static_cast<std::size_t>(i)]), call, i, "cudaSetDevice");
         ncclConfig_t config = nonblocking_config();
-        ncclComm_t comm = nullptr;
-        const ncclResult_t result = Api::comm_init_rank_config(&comm, n, id, i, &config);
-        if (comm != nullptr) {
-          handles.push_back(std::make_shared<Handle<Api>>(comm, RankName(i)));
-          GroupState<Api>::here().join(handles.back());
-        }
+        handles.push_back(std::make_shared<Handle<Api>>(RankName(i)));
+        GroupState<Api>::here().join(handles.back());
+        const ncclResult_t result = Api::comm_init_rank_config(handles.back()->slot(), n, id, i, &config);
         if (result != ncclSuccess && result != ncclInProgress) {
-          throw nccl_error(result, call, i, "ncclCommInitRankConfig", Api::last_error(comm));
+          throw nccl_error(result, call, i, "ncclCommInitRankConfig", Api::last_error(handles.back()->raw()));
         }
       }
     } catch (...) {
@@ -109,28 +105,34 @@ std::vector<HandlePtr<Api>> init_all(const std::vector<int>& devices) {
   return handles;
 }
 
-// ncclCommSplit; a negative colour takes part (split is collective) and gets a null communicator.
+// ncclCommSplit; a negative colour takes part (split is collective) and gets a null communicator. The
+// split runs as a background job of the parent's, which writes the new communicator into the child's
+// slot when it ends (even a null one), so the child handle lives until the parent has settled.
 template <class Api>
 HandlePtr<Api> split(const HandlePtr<Api>& parent_handle, int color, int key) {
   Handle<Api>& parent = *parent_handle;
   const char* call = "split";
   parent.note(call);
-  ncclComm_t part = nullptr;
+  const RankName team(-1, parent.name().team_rank >= 0 ? parent.name().team_rank : parent.rank());
+  auto child = std::make_shared<Handle<Api>>(team);
   // The child inherits the parent's config (nonblocking) when none is given.
-  const ncclResult_t result = Api::comm_split(parent.raw(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &part, nullptr);
+  const ncclResult_t result = Api::comm_split(parent.raw(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, child->slot(), nullptr);
   if (result != ncclSuccess && result != ncclInProgress) {
     throw nccl_error(result, call, parent.name(), "ncclCommSplit", Api::last_error(parent.raw()));
   }
-  const RankName team(-1, parent.name().team_rank >= 0 ? parent.name().team_rank : parent.rank());
-  auto child = part != nullptr ? std::make_shared<Handle<Api>>(part, team) : nullptr;
   GroupState<Api>& group = GroupState<Api>::here();
   if (group.depth > 0) {
-    group.join(parent_handle);
-    if (child) group.join(child);
-    return child;
+    group.join(parent_handle);  // settled first: its job fills the child's slot
+    group.join(child);
+    return color < 0 ? nullptr : child;
   }
-  if (result == ncclInProgress) parent.settle(call, "ncclCommSplit");
-  if (child) child->settle(call, "ncclCommSplit");
+  parent.settle(call, "ncclCommSplit");  // even after ncclSuccess: the job may still be running
+  if (color < 0) return nullptr;
+  if (child->raw() == nullptr) {
+    throw make_error(ErrorCode::internal, call, parent.name(), "ncclCommSplit finished without a communicator for colour ",
+                     color);
+  }
+  child->settle(call, "ncclCommSplit");
   return child;
 }
 

@@ -57,13 +57,16 @@ class DeviceScope {
 template <class Api>
 class Handle {
  public:
-  // `comm` may still be initialising; `name` stands for the rank until settle() learns it.
-  Handle(ncclComm_t comm, RankName name) : comm_(comm), rank_(name.rank), team_rank_(name.team_rank) {}
+  // Empty until NCCL fills slot(); `name` stands for the rank until settle() learns it.
+  explicit Handle(RankName name) : rank_(name.rank), team_rank_(name.team_rank) {}
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
   ~Handle() { close(); }
 
   ncclComm_t raw() const { return comm_; }
+  // Where NCCL writes the communicator. It must outlive NCCL's background job: ncclCommInitRankConfig
+  // writes it at once and again when the job ends, ncclCommSplit only when the job ends.
+  ncclComm_t* slot() { return &comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   int device() const { return device_; }
@@ -108,6 +111,7 @@ class Handle {
   // Until NCCL has nothing in progress on this communicator, then learns rank, size and device if it
   // did not know them yet.
   void settle(const char* call, const char* after) {
+    if (comm_ == nullptr) return;  // nothing was made here (a split with a negative colour)
     struct Probe {
       Handle& self;
       bool stream_done() { return true; }
