@@ -154,12 +154,22 @@ T reference(ReduceOp op, std::size_t i, int ranks) {
   return op == ReduceOp::avg ? chorus::divide_by(acc, ranks) : acc;
 }
 
+// The unit roundoff of T's arithmetic (half 2^-11, bfloat16 2^-8, float 2^-24, double 2^-53).
+template <class T>
+double unit_roundoff() {
+  if constexpr (std::is_same<T, chorus::half>::value) return std::ldexp(1.0, -11);
+  if constexpr (std::is_same<T, chorus::bfloat16>::value) return std::ldexp(1.0, -8);
+  if constexpr (std::is_same<T, float>::value) return std::ldexp(1.0, -24);
+  return std::ldexp(1.0, -53);
+}
+
+// avg on floating types: NCCL rounds each input times 1/n, then up to n - 1 partial sums (a ring rounds
+// at every hop in half and bfloat16), so allow 2 (n + 1) roundings of the (positive) result.
 template <class T>
 bool same(T got, T want, ReduceOp op) {
-  const bool floating = !std::is_integral<T>::value;
-  if (op == ReduceOp::avg && floating) {
-    const double tolerance = sizeof(T) == 2 ? 1e-2 : 1e-5;
-    return std::fabs(as_double(got) - as_double(want)) <= tolerance * std::fmax(1.0, std::fabs(as_double(want)));
+  if (op == ReduceOp::avg && !std::is_integral<T>::value) {
+    const double tolerance = 2.0 * (g_ranks->size() + 1) * unit_roundoff<T>();
+    return std::fabs(as_double(got) - as_double(want)) <= tolerance * std::fabs(as_double(want));
   }
   return as_double(got) == as_double(want);
 }
