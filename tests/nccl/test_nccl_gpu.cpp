@@ -9,6 +9,8 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <chorus/bootstrap/exchange.hpp>
+#include <chorus/host.hpp>
 #include <chorus/nccl.hpp>
 
 #include <cmath>
@@ -402,12 +404,43 @@ TEST_CASE("split by parity: each part reduces over its own ranks", "[gpu][nccl]"
   }
 }
 
-TEST_CASE("bad arguments on a real communicator fail before NCCL; abort() ends it", "[gpu][nccl]") {
+TEST_CASE("bad arguments on a real communicator fail before NCCL", "[gpu][nccl]") {
   auto& comm = g_ranks->comms[0];
   float* p = nullptr;
   CHECK_THROWS_WITH(comm.on(g_ranks->streams[0]).all_reduce(p, p, 8, ReduceOp::sum), Catch::Contains("send buffer is null"));
   CHECK_THROWS_WITH(comm.on(g_ranks->streams[0]).all_reduce(p, p, 0, ReduceOp::sum, chorus::Algorithm::tree),
                     Catch::Contains("NCCL chooses its own algorithm"));
+}
+
+TEST_CASE("init_rank on host::Team threads, one per GPU, the id sent with broadcast_object", "[gpu][nccl]") {
+  const int n = g_ranks->size();
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::vector<std::int64_t>> results(static_cast<std::size_t>(n));
+  chorus::host::Team team(n);
+  team.run([&](chorus::host::Comm& host) {
+    const auto r = static_cast<std::size_t>(host.rank());
+    try {
+      cuda_ok(cudaSetDevice(g_ranks->devices[r]), "cudaSetDevice");
+      ncclUniqueId id{};
+      if (host.rank() == 0) id = nccl::Comm::unique_id();
+      chorus::bootstrap::broadcast_object(host, id);
+      nccl::Comm comm = nccl::Comm::init_rank(host.size(), id, host.rank());
+      DeviceBuffer<std::int64_t> x(g_ranks->devices[r], 1000);
+      x.put(std::vector<std::int64_t>(1000, host.rank() + 1));
+      auto view = comm.on(g_ranks->streams[r]);
+      view.all_reduce(x.get(), x.get(), 1000, ReduceOp::sum);
+      view.barrier();
+      view.wait();
+      results[r] = x.take();
+    } catch (const std::exception& e) {
+      errors[r] = e.what();
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    INFO("thread rank " << r);
+    CHECK(errors[static_cast<std::size_t>(r)].empty());
+    CHECK(results[static_cast<std::size_t>(r)] == std::vector<std::int64_t>(1000, static_cast<std::int64_t>(n) * (n + 1) / 2));
+  }
 }
 
 int main(int argc, char** argv) {
