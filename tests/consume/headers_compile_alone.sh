@@ -7,18 +7,47 @@
 #   headers_compile_alone.sh ROOT MPICXX mpi        the MPI tier, with MPI's compiler wrapper; and
 #                                                   <chorus/mpi.hpp> from a plain compiler stops with
 #                                                   an #error that says what to do
+#   headers_compile_alone.sh ROOT CXX nccl CUDA_INC the NCCL tier, with CUDA's include path (NCCL's
+#                                                   header sits there too); and <chorus/nccl.hpp> stops
+#                                                   with an #error without the CUDA runtime, and with
+#                                                   the NCCL one where CUDA is there but NCCL is not
 set -euo pipefail
-root=$1 compiler=${2:-c++} tier=${3:-cpu}
+root=$1 compiler=${2:-c++} tier=${3:-cpu} cuda_include=${4:-}
 status=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-compile_alone() {  # COMPILER HEADER
-  echo "#include <$2>" | "$1" -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I "$root/include" -x c++ - 2>"$log"
+compile_alone() {  # COMPILER HEADER [FLAGS...]
+  local cxx=$1 header=$2
+  shift 2
+  echo "#include <$header>" | "$cxx" -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I "$root/include" "$@" -x c++ - 2>"$log"
 }
+flags=()
 if [ "$tier" = mpi ]; then
   headers=$(cd "$root/include" && { find chorus/mpi -name '*.hpp'; echo chorus/mpi.hpp; } | sort)
   if compile_alone c++ chorus/mpi.hpp || ! grep -q "compile with mpicxx" "$log"; then
     echo "FAILED: <chorus/mpi.hpp> from a plain compiler must stop with the #error naming mpicxx:"; cat "$log"; status=1
+  fi
+elif [ "$tier" = nccl ]; then
+  headers=$(cd "$root/include" && { find chorus/nccl -name '*.hpp'; echo chorus/nccl.hpp; } | sort)
+  flags=(-isystem "$cuda_include" -isystem "$cuda_include/cccl")
+  # The compiler's default include path, less any directory holding CUDA's or NCCL's headers (some
+  # machines link them into /usr/local/include), stands for a machine without them.
+  plain=(-nostdinc)
+  while read -r dir; do
+    [ -e "$dir/cuda_runtime.h" ] || [ -e "$dir/nccl.h" ] || plain+=(-isystem "$dir")
+  done < <("$compiler" -x c++ -E -v /dev/null 2>&1 | sed -n '/^#include <...> search starts here:/,/^End of search list/p' | sed '1d;$d;s/^ *//')
+  if compile_alone "$compiler" chorus/nccl.hpp "${plain[@]}" || ! grep -q "need the CUDA runtime: add" "$log"; then
+    echo "FAILED: <chorus/nccl.hpp> without CUDA's headers must stop with the CUDA runtime's #error:"; cat "$log"; status=1
+  fi
+  # A toolkit without NCCL (NCCL is a package of its own): CUDA's headers, less nccl.h.
+  no_nccl=$(mktemp -d)
+  trap 'rm -f "$log"; rm -rf "$no_nccl"' EXIT
+  for entry in "$cuda_include"/*; do
+    [ "$(basename "$entry")" = nccl.h ] || ln -s "$entry" "$no_nccl/"
+  done
+  if compile_alone "$compiler" chorus/nccl.hpp "${plain[@]}" -isystem "$no_nccl" -isystem "$no_nccl/cccl" ||
+     ! grep -q "needs NCCL: add" "$log"; then
+    echo "FAILED: <chorus/nccl.hpp> without nccl.h must stop with the #error naming NCCL:"; cat "$log"; status=1
   fi
 else
   # cuda/kernel/ (the kernels' bodies) and cuda/twin/ (their CPU twin) are CPU-tier: plain C++17.
@@ -27,7 +56,7 @@ else
               -not -name cuda.hpp -not -name nccl.hpp | sort)
 fi
 for header in $headers; do
-  if ! compile_alone "$compiler" "$header"; then
+  if ! compile_alone "$compiler" "$header" "${flags[@]}"; then
     echo "FAILED: <$header> does not compile alone:"; cat "$log"; status=1
   fi
 done

@@ -4,7 +4,7 @@
 #pragma once
 
 #if !defined(__CUDACC__) && !__has_include(<cuda_runtime.h>)
-#error "chorus: <chorus/cuda/...> and <chorus/nccl/...> need the CUDA runtime: add -I<cuda>/include (and -isystem <cuda>/include/cccl for CUDA 13) and link -lcudart, or use the Meson dependency chorus_cuda_dep"
+#error "chorus: <chorus/cuda/...> and <chorus/nccl/...> need the CUDA runtime: add -I<cuda>/include (and -isystem <cuda>/include/cccl for CUDA 13) and link -lcudart, or, in chorus's own build, the Meson dependency chorus_nccl_dep"
 #endif
 
 #include <cuda_runtime.h>

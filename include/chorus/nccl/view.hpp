@@ -1,0 +1,287 @@
+// nccl::Comm::View: one communicator on one CUDA stream, with exactly the communicator contract's
+// members (core/communicator.hpp), so generic code never sees a stream. Every call is stream-ordered:
+// it checks its arguments on the host (runtime/call_check.hpp, before anything reaches NCCL), enqueues
+// the NCCL work on the stream and returns; the work is done when the stream reaches it, which
+// `wait()` (bounded) or any later stream-ordered use observes.
+//
+//   auto view = comm.on(stream);
+//   view.all_reduce(grad, grad, n, chorus::ReduceOp::avg);    // device pointers
+//   view.wait();                                              // or keep using the stream
+//
+// What NCCL does differently from chorus's own backends (docs/nccl.md):
+//   - NCCL picks its algorithm: anything but Algorithm::automatic is `unsupported` (NCCL_ALGO sets it);
+//   - all_to_all is grouped ncclSend/ncclRecv (a copy of the input first when in place); barrier is an
+//     all-reduce of one int, as NCCL users write it; send and recv are ncclSend and ncclRecv;
+//   - the order of floating-point sums is NCCL's, and avg on floats multiplies by 1/size before summing
+//     (NCCL's PreMulSum), so results are not bit-identical to the host backend's;
+//   - ranks that disagree are not detected: NCCL hangs, and wait() times out and aborts.
+// A view holds a share of the communicator: a view returned by split owns the new communicator.
+#pragma once
+
+#include "nccl_header.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+#include "../core/algorithm.hpp"
+#include "../core/collective.hpp"
+#include "../core/data_type.hpp"
+#include "../core/error.hpp"
+#include "../core/reduce_op.hpp"
+#include "../runtime/call_check.hpp"
+#include "../runtime/validate.hpp"
+#include "create.hpp"
+#include "data_types.hpp"
+#include "group.hpp"
+#include "handle.hpp"
+
+namespace chorus::nccl {
+namespace detail {
+// Keeps a parameter out of deduction, so a literal nullptr may stand for the buffer a rooted
+// collective ignores (broadcast's send, reduce's recv off the root) and T comes from the other.
+template <class T>
+struct same {
+  using type = T;
+};
+template <class T>
+using same_t = typename same<T>::type;
+}  // namespace detail
+
+template <class Api>
+class BasicComm;
+
+template <class Api>
+class BasicView {
+ public:
+  BasicView() = default;  // a null communicator
+  BasicView(std::shared_ptr<detail::Handle<Api>> handle, cudaStream_t stream) : handle_(std::move(handle)), stream_(stream) {}
+
+  int rank() const { return handle_ ? handle_->rank() : -1; }
+  int size() const { return handle_ ? handle_->size() : 0; }
+  explicit operator bool() const { return handle_ != nullptr; }
+  cudaStream_t stream() const { return stream_; }
+
+  template <class T>
+  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_reduce, element_type_v<T>, send, recv, count, op, 0, algorithm});
+  }
+  template <class T>
+  void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::broadcast, element_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
+  }
+  template <class T>
+  void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce, element_type_v<T>, send, recv, count, op, root, algorithm});
+  }
+  template <class T>
+  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_gather, element_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  }
+  template <class T>
+  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce_scatter, element_type_v<T>, send, recv, recv_count, op, 0, algorithm});
+  }
+  template <class T>
+  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_to_all, element_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  }
+  template <class T>
+  void send(const T* data, std::size_t count, int peer) {
+    send(static_cast<const void*>(data), count, element_type_v<T>, peer);
+  }
+  template <class T>
+  void recv(T* data, std::size_t count, int peer) {
+    recv(static_cast<void*>(data), count, element_type_v<T>, peer);
+  }
+
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                  Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
+  }
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  }
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
+  }
+  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
+                  Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  }
+  void send(const void* data, std::size_t count, DataType type, int peer) {
+    detail::Handle<Api>& h = ready("send");
+    const ncclDataType_t nccl_type = checked_peer_call(h, "send", data, count, type, peer);
+    if (count == 0) return;
+    h.note("send");
+    enqueue(h, "send", "ncclSend", [&] { return Api::send(data, count, nccl_type, peer, h.raw(), stream_); });
+  }
+  void recv(void* data, std::size_t count, DataType type, int peer) {
+    detail::Handle<Api>& h = ready("recv");
+    const ncclDataType_t nccl_type = checked_peer_call(h, "recv", data, count, type, peer);
+    if (count == 0) return;
+    h.note("recv");
+    enqueue(h, "recv", "ncclRecv", [&] { return Api::recv(data, count, nccl_type, peer, h.raw(), stream_); });
+  }
+
+  // An all-reduce of one int on the stream: work enqueued after it starts once every rank has reached it.
+  void barrier() {
+    detail::Handle<Api>& h = ready("barrier");
+    const detail::DeviceScope<Api> on_device(h.device(), h.name(), "barrier");
+    h.note("barrier");
+    void* flag = nullptr;
+    h.check_cuda(Api::malloc_async(&flag, sizeof(int), stream_), "barrier", "cudaMallocAsync");
+    try {
+      h.check_cuda(Api::memset_async(flag, 0, sizeof(int), stream_), "barrier", "cudaMemsetAsync");
+      enqueue(h, "barrier", "ncclAllReduce", [&] {
+        return Api::all_reduce(flag, flag, 1, ncclInt32, ncclSum, h.raw(), stream_);
+      });
+    } catch (...) {
+      detail::free_after_launch<Api>(flag, stream_);
+      throw;
+    }
+    h.check_cuda(detail::free_after_launch<Api>(flag, stream_), "barrier", "cudaFreeAsync");
+  }
+
+  // ncclCommSplit: a view of the new communicator on the same stream (null for a negative colour).
+  BasicView split(int color, int key) {
+    ready("split");
+    return BasicView(detail::split<Api>(handle_, color, key), stream_);
+  }
+
+  // Until the stream has run everything enqueued on it; bounded by CHORUS_TIMEOUT_MS, after which the
+  // communicator is aborted and chorus::Error (timeout) names the last call.
+  void wait() {
+    runtime::check_comm("wait", handle_ != nullptr);
+    handle_->wait(stream_, "wait");
+  }
+
+ private:
+  friend class BasicComm<Api>;  // a Comm made from a split view takes over its share
+
+  detail::Handle<Api>& ready(const char* call) {
+    runtime::check_comm(call, handle_ != nullptr);
+    detail::Handle<Api>& h = *handle_;
+    h.ensure_usable(call);
+    if (h.pending()) {
+      throw make_error(ErrorCode::invalid_argument, call, h.name(),
+                       "the communicator is still being created: end the nccl::Group that creates it first");
+    }
+    return h;
+  }
+
+  // One NCCL call (the caller has noted the chorus call): joins an open group, which then settles this
+  // communicator at its end, else settles ncclInProgress now.
+  template <class Call>
+  void enqueue(detail::Handle<Api>& h, const char* call, const char* function, Call&& nccl_call) {
+    detail::GroupState<Api>& group = detail::GroupState<Api>::here();
+    if (group.depth > 0) group.join(handle_);
+    const ncclResult_t result = nccl_call();
+    if (result == ncclInProgress && group.depth > 0) return;  // the group's end settles it
+    h.check(result, call, function);
+  }
+
+  void collective(const runtime::CollectiveArgs& args) {
+    const char* name = traits(args.collective).name;
+    detail::Handle<Api>& h = ready(name);
+    const runtime::CheckedCall checked = runtime::check_collective(args, h.name(), h.size());
+    if (args.algorithm != Algorithm::automatic) {
+      throw make_error(ErrorCode::unsupported, name, h.name(), "NCCL chooses its own algorithm; ", to_string(args.algorithm),
+                       " cannot be forced per call (set NCCL_ALGO in the environment, or use a chorus backend)");
+    }
+    const int version = h.version(name);
+    const ncclDataType_t type = to_nccl(args.type, version, name, h.name());
+    const ncclRedOp_t op = traits(args.collective).reduces ? to_nccl(args.op, version, name, h.name()) : ncclSum;
+    if (args.count == 0) return;  // nothing moves; every rank skips alike, since counts must agree
+    h.note(name);
+    const void* send = args.send;
+    void* recv = args.recv;
+    const std::size_t count = args.count;
+    switch (args.collective) {
+      case Collective::all_reduce:
+        enqueue(h, name, "ncclAllReduce", [&] { return Api::all_reduce(send, recv, count, type, op, h.raw(), stream_); });
+        break;
+      case Collective::broadcast:
+        enqueue(h, name, "ncclBroadcast", [&] { return Api::broadcast(send, recv, count, type, args.root, h.raw(), stream_); });
+        break;
+      case Collective::reduce:
+        enqueue(h, name, "ncclReduce", [&] { return Api::reduce(send, recv, count, type, op, args.root, h.raw(), stream_); });
+        break;
+      case Collective::all_gather:
+        enqueue(h, name, "ncclAllGather", [&] { return Api::all_gather(send, recv, count, type, h.raw(), stream_); });
+        break;
+      case Collective::reduce_scatter:
+        enqueue(h, name, "ncclReduceScatter", [&] { return Api::reduce_scatter(send, recv, count, type, op, h.raw(), stream_); });
+        break;
+      case Collective::all_to_all:
+        all_to_all(h, send, recv, count, type, checked);
+        break;
+    }
+  }
+
+  // One ncclSend and one ncclRecv per peer (this rank included) in a group. In place, the sends read a
+  // stream-ordered copy of the input, since the receives overwrite it while the sends still read it;
+  // the copy is freed once the group's kernels are on the stream.
+  void all_to_all(detail::Handle<Api>& h, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+                  const runtime::CheckedCall& checked) {
+    const char* name = "all_to_all";
+    const std::size_t block = count * checked.element_size;
+    const std::size_t bytes = block * static_cast<std::size_t>(h.size());
+    void* staging = nullptr;
+    const detail::DeviceScope<Api> on_device(h.device(), h.name(), name);
+    if (checked.buffers_alias) {
+      h.check_cuda(Api::malloc_async(&staging, bytes, stream_), name, "cudaMallocAsync");
+      const cudaError_t copied = Api::copy_async(staging, send, bytes, stream_);
+      if (copied != cudaSuccess) Api::free_async(staging, stream_);
+      h.check_cuda(copied, name, "cudaMemcpyAsync");
+      send = staging;
+    }
+    const auto* from = static_cast<const unsigned char*>(send);
+    auto* to = static_cast<unsigned char*>(recv);
+    try {
+      detail::group_start<Api>(name, h.name());
+      try {
+        for (int peer = 0; peer < h.size(); ++peer) {
+          const std::size_t offset = block * static_cast<std::size_t>(peer);
+          enqueue(h, name, "ncclSend", [&] { return Api::send(from + offset, count, type, peer, h.raw(), stream_); });
+          enqueue(h, name, "ncclRecv", [&] { return Api::recv(to + offset, count, type, peer, h.raw(), stream_); });
+        }
+      } catch (...) {
+        try {
+          detail::group_end<Api>(name, h.name());
+        } catch (...) {  // the first failure is the one to report
+        }
+        throw;
+      }
+      detail::group_end<Api>(name, h.name());
+    } catch (...) {
+      if (staging != nullptr) detail::free_after_launch<Api>(staging, stream_);
+      throw;
+    }
+    if (staging != nullptr) h.check_cuda(detail::free_after_launch<Api>(staging, stream_), name, "cudaFreeAsync");
+  }
+
+  // send's and recv's argument checks; returns the NCCL type.
+  ncclDataType_t checked_peer_call(detail::Handle<Api>& h, const char* name, const void* data, std::size_t count,
+                                   DataType type, int peer) {
+    runtime::check_type(name, h.name(), type);
+    runtime::check_peer(name, h.name(), peer, h.size());
+    runtime::check_buffer(name, h.name(), data, count, "data");
+    runtime::checked_bytes(name, h.name(), count, 1, size_of(type));
+    return to_nccl(type, h.version(name), name, h.name());
+  }
+
+  std::shared_ptr<detail::Handle<Api>> handle_;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace chorus::nccl
