@@ -3,8 +3,9 @@
 //
 // Measurement: ring all_reduce of floats at 4 KiB, 256 KiB and 4 MiB on a host::Team of the
 // benchmark's rank count, pipelined as the host backend pipelines (host/tuning.hpp), each size
-// timed 3 times (3 warm-up calls, then 10 timed calls per time, the slowest rank's) and the median
-// kept; model::fit_alpha_beta turns the three times into alpha and beta (docs/cost-model.md,
+// timed 3 times (3 warm-up calls, then 10 timed calls per time, the slowest rank's) and the fastest
+// kept (other processes on the machine only ever add time; the model describes the machine, not
+// its neighbours); model::fit_alpha_beta turns the three times into alpha and beta (docs/cost-model.md,
 // "Calibration").
 //
 // Cache: $XDG_CACHE_HOME/chorus/host-calibration.json, or ~/.cache/chorus/ without XDG_CACHE_HOME.
@@ -56,7 +57,7 @@ inline std::string machine_name() {
   return name;
 }
 
-// Seconds per ring all_reduce of `count` floats on `ranks` host threads: median of 3.
+// Seconds per ring all_reduce of `count` floats on `ranks` host threads: the fastest of 3.
 inline double measure_ring(int ranks, std::size_t count) {
   chorus::host::Team team(ranks);
   std::vector<double> times;
@@ -70,8 +71,7 @@ inline double measure_ring(int ranks, std::size_t count) {
     });
     times.push_back(*std::max_element(per_rank.begin(), per_rank.end()));
   }
-  std::sort(times.begin(), times.end());
-  return times[1];
+  return *std::min_element(times.begin(), times.end());
 }
 
 inline nlohmann::json read_cache(const std::string& path) {
