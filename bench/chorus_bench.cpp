@@ -10,12 +10,17 @@
 //     the first calls pay for page faults and waking sleeping threads;
 //   - one binary for every collective (--collective) instead of one binary per collective;
 //   - a call's time is the slowest rank's: the collective is done only when its last rank is.
+//
+// Additions, all off by default so the table stays nccl-tests' table: --predict (the cost model's
+// time and busbw beside the measured ones, docs/cost-model.md), --csv FILE, --svg FILE (busbw
+// against size), and progress on stderr while a sweep runs, when stderr is a terminal.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -28,8 +33,12 @@
 #include <chorus/bench.hpp>
 #include <chorus/bootstrap/launch_env.hpp>
 #include <chorus/host.hpp>
+#include <chorus/model/predict.hpp>
 
 #include "bench_backends.hpp"
+#include "bench_outputs.hpp"
+#include "busbw_svg.hpp"
+#include "host_calibration.hpp"
 
 namespace {
 
@@ -51,6 +60,9 @@ struct Config {
   std::vector<ReduceOp> ops;
   std::vector<int> roots;
   std::string json_path;
+  std::string csv_path;
+  std::string svg_path;
+  bool predict = false;
 };
 
 chorus::Error usage_error(const std::string& message) {
@@ -165,7 +177,7 @@ bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_byt
 
 // `devices`: one line per rank, from the backend.
 void print_preamble(const Config& config, const std::string& backend, int ranks, const std::vector<std::string>& devices,
-                    const std::vector<std::size_t>& sizes) {
+                    const std::vector<std::size_t>& sizes, const std::string& model_line) {
   std::printf("# chorus-bench %s: %s on %s\n", CHORUS_VERSION, chorus::to_string(config.collective), backend.c_str());
   std::printf("# ranks %d", ranks);
   if (config.collective == Collective::all_reduce || config.algorithm != chorus::Algorithm::automatic) {
@@ -181,7 +193,9 @@ void print_preamble(const Config& config, const std::string& backend, int ranks,
               config.check_iters, sizes.size());
   std::printf("#\n# Using devices\n");
   for (const std::string& line : devices) std::printf("#  %s\n", line.c_str());
-  std::printf("#\n%s", bench::table_header().c_str());
+  if (!model_line.empty()) std::printf("#\n# %s\n", model_line.c_str());
+  const std::string header = bench::table_header();
+  std::printf("#\n%s", config.predict ? bench_outputs::header_with_prediction(header).c_str() : header.c_str());
   std::fflush(stdout);
 }
 
@@ -191,7 +205,10 @@ nlohmann::json to_json(const bench::Result& result) {
   return j;
 }
 
-void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows) {
+using Predictions = std::vector<std::optional<chorus::model::Prediction>>;
+
+void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows,
+                const Predictions& predicted) {
   nlohmann::json doc;
   doc["tool"] = "chorus-bench";
   doc["version"] = CHORUS_VERSION;
@@ -202,7 +219,8 @@ void write_json(const Config& config, const std::string& backend, int ranks, con
   doc["iters"] = config.iters;
   doc["warmup"] = config.warmup;
   doc["check_iters"] = config.check_iters;
-  for (const bench::Row& row : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const bench::Row& row = rows[i];
     doc["rows"].push_back({{"size", row.bytes},
                            {"count", row.elements},
                            {"type", row.type},
@@ -210,6 +228,11 @@ void write_json(const Config& config, const std::string& backend, int ranks, con
                            {"root", row.root},
                            {"out_of_place", to_json(row.out_of_place)},
                            {"in_place", to_json(row.in_place)}});
+    if (i < predicted.size() && predicted[i]) {
+      doc["rows"].back()["predicted"] = {{"algorithm", chorus::algo::to_string(predicted[i]->pattern)},
+                                         {"time_us", predicted[i]->time_us},
+                                         {"busbw_gbps", predicted[i]->busbw_GBps}};
+    }
   }
   doc["out_of_bounds"] = bench::total_wrong(rows);
   doc["avg_busbw_gbps"] = bench::average_busbw(rows);
@@ -218,23 +241,52 @@ void write_json(const Config& config, const std::string& backend, int ranks, con
   if (!file) throw usage_error("cannot write JSON to " + config.json_path);
 }
 
+// What the host backend runs for one row, priced by the cost model on the calibrated fabric:
+// the pattern Algorithm::automatic resolves to (host/tuning.hpp) and the backend's slice.
+chorus::model::Prediction predict_host_row(const Config& config, const chorus::model::Fabric& fabric, DataType type,
+                                           std::size_t sweep_bytes, int root) {
+  const std::size_t element_size = chorus::size_of(type);
+  const int n = fabric.ranks;
+  const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, element_size, n);
+  const chorus::Algorithm algorithm =
+      config.algorithm != Algorithm::automatic
+          ? config.algorithm
+          : chorus::algo::algorithm_of(
+                chorus::host::detail::choose_pattern(config.collective, shape.count * element_size, n, n));
+  chorus::model::PredictOptions options;
+  options.slice = chorus::host::detail::slice_elements(element_size);
+  options.root = root;
+  return chorus::model::predict(fabric, config.collective, algorithm, shape.count, element_size, options);
+}
+
 template <class Backend>
-int run(const Config& config, Backend& backend, const std::string& name) {
+int run(const Config& config, Backend& backend, const std::string& name,
+        const std::optional<chorus::model::Fabric>& fabric = std::nullopt, const std::string& model_line = {}) {
   const std::vector<std::size_t> sizes = bench::size_sweep(config.sweep);
   const std::vector<std::string> devices = backend.devices();
-  if (backend.prints()) print_preamble(config, backend.description(), backend.ranks(), devices, sizes);
+  if (backend.prints()) print_preamble(config, backend.description(), backend.ranks(), devices, sizes, model_line);
   std::vector<bench::Row> rows;
+  Predictions predicted;
   const std::vector<ReduceOp> ops = chorus::traits(config.collective).reduces ? config.ops : std::vector<ReduceOp>{ReduceOp::sum};
   const std::vector<int> roots = chorus::traits(config.collective).rooted ? config.roots : std::vector<int>{0};
+  bench_outputs::Progress progress(config.types.size() * ops.size() * roots.size() * sizes.size());
   for (DataType type : config.types) {
     for (ReduceOp op : ops) {
       for (int root : roots) {
         for (std::size_t bytes : sizes) {
+          if (backend.prints()) {
+            progress.starting(rows.size(), chorus::to_string(config.collective), bytes,
+                              bench::nccl_name(type) + (chorus::traits(config.collective).reduces
+                                                            ? std::string(" ") + chorus::to_string(op) : std::string()));
+          }
           chorus::visit_type(type, [&](auto tag) {
             rows.push_back(run_row<decltype(tag)>(backend, config, bytes, op, root));
           });
+          predicted.push_back(fabric ? std::optional(predict_host_row(config, *fabric, type, bytes, root)) : std::nullopt);
           if (backend.prints()) {
-            std::fputs(bench::format_row(rows.back()).c_str(), stdout);
+            const std::string line = bench::format_row(rows.back());
+            std::fputs(predicted.back() ? bench_outputs::row_with_prediction(line, *predicted.back()).c_str() : line.c_str(),
+                       stdout);
             std::fflush(stdout);
           }
         }
@@ -243,7 +295,14 @@ int run(const Config& config, Backend& backend, const std::string& name) {
   }
   if (backend.prints()) {
     std::fputs(bench::table_footer(rows).c_str(), stdout);
-    if (!config.json_path.empty()) write_json(config, name, backend.ranks(), rows);
+    if (!config.json_path.empty()) write_json(config, name, backend.ranks(), rows, predicted);
+    if (!config.csv_path.empty()) bench_outputs::write_csv(config.csv_path, rows, predicted);
+    if (!config.svg_path.empty()) {
+      const std::string label = std::string(chorus::to_string(config.algorithm));
+      const std::string title = chorus::detail::concat("chorus-bench ", chorus::to_string(config.collective), ", ",
+                                                       name, " backend, ", backend.ranks(), " ranks");
+      bench_outputs::write_svg(config.svg_path, title, bench_outputs::plot_series(rows, predicted, label));
+    }
   }
   return bench::total_wrong(rows) == 0 ? 0 : 1;
 }
@@ -263,8 +322,19 @@ constexpr const char* kBackendChoices = "host (mpi and mpi-native: not in this b
 
 int run_on(const std::string& backend, const Config& config, bool ranks_given) {
   if (backend == "host") {
+    std::optional<chorus::model::Fabric> fabric;
+    std::string model_line;
+    if (config.predict) {
+      if (config.ranks < 2) throw usage_error("--predict needs at least 2 ranks (one rank sends no messages to time)");
+      const host_calibration::Calibration c = host_calibration::calibrate(config.ranks, CHORUS_VERSION);
+      fabric = chorus::model::uniform_fabric(config.ranks, c.fit.alpha_us, c.fit.beta_GBps);
+      model_line = chorus::detail::concat("predicted: cost model on the host calibration alpha ", c.fit.alpha_us,
+                                          " us beta ", c.fit.beta_GBps, " GB/s (",
+                                          c.from_cache ? "cached in " : "measured now, cached in ",
+                                          c.cache_path.empty() ? std::string("nowhere") : c.cache_path, ")");
+    }
     bench_backends::HostBackend host(config.ranks);
-    return run(config, host, backend);
+    return run(config, host, backend, fabric, model_line);
   }
 #if defined(CHORUS_BENCH_MPI)
   if (backend == "mpi" || backend == "mpi-native") {
@@ -329,6 +399,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--backend", backend, std::string("backend: ") + kBackendChoices)->capture_default_str();
   app.add_option("-J,--json", config.json_path, "also write the results as JSON to this file");
+  app.add_option("--csv", config.csv_path, "also write the results as CSV to this file");
+  app.add_option("--svg", config.svg_path, "also draw busbw against size as SVG into this file");
+  app.add_flag("--predict", config.predict,
+               "add the cost model's predicted time and busbw (host backend; calibrates once per machine, "
+               "docs/cost-model.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -357,11 +432,12 @@ int main(int argc, char** argv) {
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);
     config.roots = parse_roots(root_text, mpi_backend ? mpi_world_size() : config.ranks);
-    if (!config.json_path.empty()) {
-      // Fail before a long benchmark, not after it: the file is opened (and created) up front.
-      std::ofstream probe(config.json_path, std::ios::app);
-      if (!probe) throw usage_error("cannot write JSON to " + config.json_path);
+    if (config.predict && backend != "host") {
+      throw usage_error("--predict needs --backend host (only the host backend is calibrated)");
     }
+    bench_outputs::probe_writable(config.json_path, "JSON");
+    bench_outputs::probe_writable(config.csv_path, "CSV");
+    bench_outputs::probe_writable(config.svg_path, "SVG");
     return run_on(backend, config, ranks_option->count() > 0);
   } catch (const std::exception& e) {
     std::fflush(stdout);

@@ -17,6 +17,8 @@
 #include <chorus/parallel/pipeline_simulator.hpp>
 #include <chorus/topo/xml.hpp>
 
+#include "svg_elements.hpp"
+
 namespace schedule_svg {
 
 namespace algo = chorus::algo;
@@ -73,33 +75,11 @@ inline int round_count(const std::vector<std::vector<int>>& rounds) {
 
 namespace detail {
 
-inline std::string num(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
-
-inline std::string text(double x, double y, const std::string& body, const std::string& attributes = "") {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attributes.empty() ? "" : " " + attributes) + ">" +
-         chorus::topo::xml::escape(body) + "</text>\n";
-}
-
-inline std::string line(double x1, double y1, double x2, double y2, const std::string& attributes) {
-  return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\" " +
-         attributes + "/>\n";
-}
-
-inline std::string rect(double x, double y, double w, double h, const std::string& attributes) {
-  return "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" " +
-         attributes + "/>\n";
-}
-
-inline std::string open_svg(double width, double height) {
-  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
-         "\" font-family=\"monospace\" font-size=\"11\">\n" + rect(0, 0, width, height, "fill=\"white\"");
-}
+using svg_elements::num;
+using svg_elements::text;
+using svg_elements::line;
+using svg_elements::rect;
+using svg_elements::open_svg;
 
 // Approximate advance of a monospace glyph at font-size 11, for sizing columns to their labels.
 constexpr double kGlyph = 6.7;

@@ -6,6 +6,7 @@
 #include "runtime.hpp"
 #include "host.hpp"
 #include "topo.hpp"
+#include "model.hpp"
 #include "bench.hpp"
 #include "bootstrap.hpp"
 #include "parallel.hpp"

@@ -1,0 +1,77 @@
+# chorus-bench's additions, end to end (run by bench/meson.build): --predict's columns and its
+# per-machine calibration cache with its version key, --csv and --svg agreeing with the table, and
+# the table left exactly nccl-tests' shape when none of them is given.
+import csv, json, os, subprocess, sys, tempfile, xml.dom.minidom
+
+tool = sys.argv[1]
+common = ['--ranks', '2', '-b', '1K', '-e', '64K', '-f', '4', '-n', '2', '-w', '1']
+
+
+def run(*args, env=None):
+    done = subprocess.run([tool] + common + list(args), capture_output=True, text=True, env=env)
+    assert done.returncode == 0, (args, done.returncode, done.stderr)
+    return done
+
+
+def data_rows(stdout):
+    return [line.split() for line in stdout.splitlines() if line.strip() and not line.startswith('#')]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, 'cache'))
+    cache = os.path.join(tmp, 'cache', 'chorus', 'host-calibration.json')
+
+    # Without the new flags: nccl-tests' 13 columns, no predicted header, nothing on stderr
+    # (stderr is a pipe here, so no progress line either), no cache written.
+    plain = run(env=env)
+    assert all(len(r) == 13 for r in data_rows(plain.stdout)), plain.stdout
+    assert 'predicted' not in plain.stdout and plain.stderr == '', plain.stderr
+    assert not os.path.exists(cache)
+
+    # --predict: two more columns on every row, calibrated now and cached with a version key.
+    first = run('--predict', env=env)
+    rows = data_rows(first.stdout)
+    assert len(rows) == 4 and all(len(r) == 15 for r in rows), first.stdout
+    assert all(float(r[13]) > 0 and float(r[14]) > 0 for r in rows), rows
+    assert 'measured now, cached in ' + cache in first.stdout, first.stdout
+    doc = json.load(open(cache))
+    assert doc['version'] and doc['entries']['2']['beta_GBps'] > 0 and doc['entries']['2']['alpha_us'] >= 0, doc
+    # The next run reads the cache and predicts the same numbers.
+    second = run('--predict', env=env)
+    assert '(cached in ' + cache in second.stdout, second.stdout
+    assert [r[13:] for r in data_rows(second.stdout)] == [r[13:] for r in rows]
+    # A cache written by another chorus version is measured over.
+    doc['version'] = 'some-other-version'
+    doc['entries']['2']['beta_GBps'] = 12345.0
+    json.dump(doc, open(cache, 'w'))
+    third = run('--predict', env=env)
+    assert 'measured now' in third.stdout, third.stdout
+    assert json.load(open(cache))['version'] != 'some-other-version'
+    # A damaged cache is measured over, not an error.
+    open(cache, 'w').write('{not json')
+    assert 'measured now' in run('--predict', env=env).stdout
+
+    # --csv and --svg (and -J) from one run agree with the table.
+    out_csv, out_svg, out_json = (os.path.join(tmp, 'out.' + ext) for ext in ('csv', 'svg', 'json'))
+    both = run('--predict', '--csv', out_csv, '--svg', out_svg, '-J', out_json, env=env)
+    table = data_rows(both.stdout)
+    records = list(csv.DictReader(open(out_csv)))
+    assert len(records) == len(table), (len(records), len(table))
+    for rec, row in zip(records, table):
+        assert int(rec['size_bytes']) == int(row[0]) and rec['type'] == row[2]
+        assert abs(float(rec['oop_busbw_gbps']) - float(row[7])) <= 0.006, (rec, row)
+        assert abs(float(rec['ip_busbw_gbps']) - float(row[11])) <= 0.006, (rec, row)
+        assert abs(float(rec['predicted_busbw_gbps']) - float(row[14])) <= 0.006, (rec, row)
+        assert rec['predicted_algorithm'] in ('one_shot', 'ring', 'two_shot'), rec
+    assert all('predicted' in r for r in json.load(open(out_json))['rows'])
+    dom = xml.dom.minidom.parse(out_svg)
+    lines = dom.getElementsByTagName('polyline')
+    assert len(lines) == 3, len(lines)  # out-of-place, in-place, predicted
+    dashed = [l for l in lines if l.getAttribute('stroke-dasharray')]
+    assert len(dashed) == 1 and dashed[0].getAttribute('class') == 'predicted'
+    assert all(len(l.getAttribute('points').split()) == len(table) for l in lines)
+    # Without --predict the CSV's predicted cells are empty and the plot has no dashed line.
+    run('--csv', out_csv, '--svg', out_svg, env=env)
+    assert all(r['predicted_time_us'] == '' for r in csv.DictReader(open(out_csv)))
+    assert len(xml.dom.minidom.parse(out_svg).getElementsByTagName('polyline')) == 2
+print('ok')
