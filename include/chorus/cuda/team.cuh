@@ -115,6 +115,7 @@ class Team {
     const auto stream_of = [&](std::size_t r) { return streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : r]; };
     const auto kernel = &all_reduce_kernel<T>;
     for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
+      launch_streams_[first] = stream_of(first);
       const int device = devices_[first];
       check_cuda(cudaSetDevice(device), call, static_cast<int>(first), "cudaSetDevice");
       const kernel::RankView* views = views_[first];
@@ -130,7 +131,7 @@ class Team {
     launched_ = algorithm;
   }
 
-  // Waits for every rank's device (bounded: CHORUS_TIMEOUT_MS plus a grace period; the kernels bound their
+  // Waits for the last all_reduce on every rank's stream (bounded: CHORUS_TIMEOUT_MS plus a grace period; the kernels bound their
   // own waits by CHORUS_TIMEOUT_MS), then turns the first timeout record into chorus::Error.
   void synchronize() {
     const auto limit = std::chrono::steady_clock::now() + 2 * std::chrono::milliseconds(env::timeout_ms()) + std::chrono::seconds(5);
@@ -138,7 +139,8 @@ class Team {
       check_cuda(cudaSetDevice(devices_[r]), "cuda::Team::synchronize", static_cast<int>(r), "cudaSetDevice");
       cudaEvent_t done;
       check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventCreate");
-      check_cuda(cudaEventRecord(done, cudaStreamLegacy), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventRecord");
+      // On the stream of the last launch: an event on the legacy stream would not wait for non-blocking streams.
+      check_cuda(cudaEventRecord(done, launch_streams_[r]), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventRecord");
       cudaError_t status;
       while ((status = cudaEventQuery(done)) == cudaErrorNotReady) {
         if (std::chrono::steady_clock::now() > limit) {
@@ -227,6 +229,7 @@ class Team {
     signals_.assign(static_cast<std::size_t>(n), nullptr);
     states_.assign(static_cast<std::size_t>(n), nullptr);
     views_.assign(static_cast<std::size_t>(n), nullptr);
+    launch_streams_.assign(static_cast<std::size_t>(n), cudaStream_t{});
     check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&timeouts_), sizeof(kernel::TimeoutRecord) * static_cast<std::size_t>(n),
                              cudaHostAllocMapped | cudaHostAllocPortable),
                call, 0, "cudaHostAlloc");
@@ -317,6 +320,7 @@ class Team {
     std::swap(signals_, other.signals_);
     std::swap(states_, other.states_);
     std::swap(views_, other.views_);
+    std::swap(launch_streams_, other.launch_streams_);
     std::swap(timeouts_, other.timeouts_);
     std::swap(broken_, other.broken_);
     std::swap(launched_, other.launched_);
@@ -331,6 +335,7 @@ class Team {
   std::vector<kernel::Signals*> signals_;
   std::vector<kernel::RankState*> states_;
   std::vector<kernel::RankView*> views_;
+  std::vector<cudaStream_t> launch_streams_;  // per launch (first rank of it): where the last call went
   kernel::TimeoutRecord* timeouts_ = nullptr;
   bool broken_ = false;
   kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;
