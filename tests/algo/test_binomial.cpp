@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <vector>
 
+namespace test_binomial {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 
@@ -60,3 +62,5 @@ TEST_CASE("binomial generators reject a root outside the ranks") {
   CHECK_THROWS_AS(binomial_broadcast(3, 1, 3), chorus::Error);
   CHECK_THROWS_AS(binomial_reduce(0, 1, 0), chorus::Error);
 }
+
+}  // namespace test_binomial

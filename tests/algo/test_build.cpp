@@ -8,6 +8,8 @@
 
 #include <vector>
 
+namespace test_build {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 using Catch::Matchers::Contains;
@@ -77,3 +79,5 @@ TEST_CASE("pattern_for maps every fixed Algorithm to its all_reduce pattern") {
   }
   CHECK_THROWS_WITH(pattern_for(Algorithm::automatic), Contains("automatic"));
 }
+
+}  // namespace test_build

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <vector>
 
+namespace test_chain {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 
@@ -68,3 +70,5 @@ TEST_CASE("chain generators reject a root outside the ranks") {
   CHECK_THROWS_AS(chain_broadcast(4, 8, 4), chorus::Error);
   CHECK_THROWS_AS(chain_reduce(4, 8, -1), chorus::Error);
 }
+
+}  // namespace test_chain

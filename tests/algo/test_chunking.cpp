@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+namespace test_chunking {
+
 using chorus::algo::chunk_range;
 using chorus::algo::mod;
 using chorus::algo::Range;
@@ -101,3 +103,5 @@ TEST_CASE("mod is the non-negative remainder", "[chunking]") {
     }
   }
 }
+
+}  // namespace test_chunking

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+namespace test_direct {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 
@@ -46,3 +48,5 @@ TEST_CASE("direct generators are correct with slices") {
     check_verified(direct_all_gather(7, 9, options));
   }
 }
+
+}  // namespace test_direct

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+namespace test_halving_doubling {
+
 namespace {
 
 using namespace chorus::algo;
@@ -89,3 +91,5 @@ TEST_CASE("halving_doubling is correct in place, sliced and for awkward counts")
 TEST_CASE("halving_doubling rejects bad rank counts") {
   CHECK_THROWS_AS(halving_doubling_all_reduce(0, 8), chorus::Error);
 }
+
+}  // namespace test_halving_doubling

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace test_link {
+
 namespace {
 
 using namespace chorus::algo;
@@ -119,3 +121,5 @@ TEST_CASE("link rejects invalid peers", "[link]") {
   CHECK_THAT(link_error(of({{send(0)}, {}})), Contains("sends to invalid peer 0"));
   CHECK_THAT(link_error(of({{}, {recv(1)}})), Contains("receives from invalid peer 1"));
 }
+
+}  // namespace test_link

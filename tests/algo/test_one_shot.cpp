@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+namespace test_one_shot {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 
@@ -48,3 +50,5 @@ TEST_CASE("one_shot in place reads peers' staged copies, so it is deadlock-free 
 TEST_CASE("one_shot rejects bad rank counts") {
   CHECK_THROWS_AS(one_shot_all_reduce(0, 1), chorus::Error);
 }
+
+}  // namespace test_one_shot

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <vector>
 
+namespace test_pairwise {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 
@@ -50,3 +52,5 @@ TEST_CASE("pairwise all_to_all sends n-1 blocks per rank, in place through scrat
     }
   }
 }
+
+}  // namespace test_pairwise

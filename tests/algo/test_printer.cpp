@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+namespace test_printer {
+
 namespace {
 
 using namespace chorus::algo;
@@ -115,3 +117,5 @@ TEST_CASE("to_table of a schedule without steps is the header alone", "[printer]
         "all_gather direct, 3 ranks, count 0\n"
         "rank  step  op  peer  src  dst  count\n");
 }
+
+}  // namespace test_printer

@@ -10,6 +10,8 @@
 #include <set>
 #include <vector>
 
+namespace test_ring {
+
 namespace {
 
 using namespace chorus::algo;
@@ -151,3 +153,5 @@ TEST_CASE("ring generators reject bad arguments") {
   CHECK_THROWS_WITH(ring_all_reduce(3, 4, repeated),
                     Catch::Matchers::Contains("ring_all_reduce") && Catch::Matchers::Contains("permutation"));
 }
+
+}  // namespace test_ring

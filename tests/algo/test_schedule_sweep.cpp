@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+namespace test_schedule_sweep {
+
 namespace {
 
 using namespace chorus::algo;
@@ -107,3 +109,5 @@ TEST_CASE("every generator is proved correct with small slices", "[sweep]") {
   }
   for (const int n : {17, 23, 31, 32, 33, 47, 64}) sweep(n, 3);
 }
+
+}  // namespace test_schedule_sweep

@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_steps {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 using Catch::Matchers::Contains;
@@ -84,3 +86,5 @@ TEST_CASE("fold_in_rank_order gives every rank the same expression") {
     check_verified(schedule);  // the verifier rejects differing expressions across ranks
   }
 }
+
+}  // namespace test_steps

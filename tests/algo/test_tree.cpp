@@ -9,6 +9,8 @@
 
 #include <cstddef>
 
+namespace test_tree {
+
 namespace {
 
 using namespace chorus::algo;
@@ -122,3 +124,5 @@ TEST_CASE("tree all_reduce sends each half up and down its tree once") {
 TEST_CASE("tree all_reduce rejects bad rank counts") {
   CHECK_THROWS_AS(tree_all_reduce(0, 8), chorus::Error);
 }
+
+}  // namespace test_tree

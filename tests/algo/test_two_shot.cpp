@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+namespace test_two_shot {
+
 using namespace chorus::algo;
 using namespace chorus::algo::testing;
 
@@ -42,3 +44,5 @@ TEST_CASE("two_shot in place keeps the owner's contribution in scratch") {
     }
   }
 }
+
+}  // namespace test_two_shot

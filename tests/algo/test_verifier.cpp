@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+namespace test_verifier {
+
 namespace {
 
 using namespace chorus::algo;
@@ -561,3 +563,5 @@ TEST_CASE("randomly corrupted schedules never crash or hang the verifier", "[ver
   }
   CHECK(rejected > 2000);
 }
+
+}  // namespace test_verifier

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <chorus/bench/bandwidth.hpp>
 
+namespace test_busbw {
+
 using chorus::Collective;
 using namespace chorus::bench;
 
@@ -107,3 +109,5 @@ TEST_CASE("count_is_per_rank") {
   CHECK_FALSE(count_is_per_rank(Collective::broadcast));
   CHECK_FALSE(count_is_per_rank(Collective::reduce));
 }
+
+}  // namespace test_busbw

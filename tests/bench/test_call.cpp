@@ -6,6 +6,8 @@
 
 #include <string>
 
+namespace test_call {
+
 using chorus::Algorithm;
 using chorus::ReduceOp;
 using chorus::Collective;
@@ -131,3 +133,5 @@ TEST_CASE("seconds_per_call runs warmup + iters calls with barriers around the t
   CHECK_THROWS_AS(seconds_per_call(comm, 0, 0, [] {}), chorus::Error);
   CHECK_THROWS_AS(seconds_per_call(comm, -1, 1, [] {}), chorus::Error);
 }
+
+}  // namespace test_call

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+namespace test_check {
+
 using chorus::ReduceOp;
 using chorus::Collective;
 using chorus::bench::Check;
@@ -188,3 +190,5 @@ TEST_CASE("buffer counts follow the collective") {
   CHECK(Check<float>(Collective::reduce_scatter, ReduceOp::sum, 4, 0, 6).output_count() == 6);
   CHECK(Check<float>(Collective::all_to_all, ReduceOp::sum, 4, 0, 6).output_count() == 24);
 }
+
+}  // namespace test_check

@@ -4,6 +4,8 @@
 
 #include <string>
 
+namespace test_names {
+
 using chorus::Algorithm;
 using chorus::DataType;
 using chorus::ReduceOp;
@@ -73,3 +75,5 @@ TEST_CASE("unknown names throw chorus::Error listing the choices") {
   CHECK_THAT(message(parse_collective, "gather"), Catch::Contains("all_to_all"));
   CHECK_THAT(message(parse_collective, ""), Catch::Contains("collective"));
 }
+
+}  // namespace test_names

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+namespace test_sizes {
+
 using namespace chorus::bench;
 
 namespace {
@@ -102,3 +104,5 @@ TEST_CASE("the sweep length cap is exact") {
   CHECK(size_sweep(step_sweep(1, kMaxSweepSizes, 1)).size() == kMaxSweepSizes);
   CHECK_THROWS_AS(size_sweep(step_sweep(1, kMaxSweepSizes + 1, 1)), chorus::Error);
 }
+
+}  // namespace test_sizes

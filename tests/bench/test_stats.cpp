@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 #include <chorus/bench/stats.hpp>
 
+namespace test_stats {
+
 using namespace chorus::bench;
 
 TEST_CASE("median of odd and even counts") {
@@ -44,3 +46,5 @@ TEST_CASE("bad input throws chorus::Error") {
   CHECK_THROWS_AS(percentile({1.0}, 101.0), chorus::Error);
   CHECK_THROWS_AS(percentile({1.0}, -1.0), chorus::Error);
 }
+
+}  // namespace test_stats

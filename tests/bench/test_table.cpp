@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace test_table {
+
 using chorus::Collective;
 using namespace chorus::bench;
 
@@ -141,3 +143,5 @@ TEST_CASE("make_result derives both bandwidths from the time") {
   CHECK(r.busbw == Approx(1.5));
   CHECK_FALSE(r.wrong.has_value());
 }
+
+}  // namespace test_table

@@ -10,6 +10,8 @@
 
 #include "support/mailbox_comm.hpp"
 
+namespace test_exchange {
+
 namespace {
 struct UniqueIdShape {  // ncclUniqueId: 128 opaque bytes
   char internal[128];
@@ -49,3 +51,5 @@ TEST_CASE("handles travel over any communicator", "[bootstrap]") {
     CHECK(mail == std::vector<std::string>(static_cast<std::size_t>(ranks)));
   }
 }
+
+}  // namespace test_exchange

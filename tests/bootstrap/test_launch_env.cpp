@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <string>
 
+namespace test_launch_env {
+
 using chorus::bootstrap::launch_info;
 using chorus::bootstrap::LaunchInfo;
 using chorus::bootstrap::local_device;
@@ -105,3 +107,5 @@ TEST_CASE("local_device refuses more processes than devices", "[bootstrap]") {
                                                Catch::Contains("only 2 devices"));
   CHECK_THROWS_WITH(local_device(0, info), Catch::Contains("0 devices visible"));
 }
+
+}  // namespace test_launch_env

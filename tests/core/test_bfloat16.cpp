@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+namespace test_bfloat16 {
+
 using chorus::bfloat16;
 
 namespace {
@@ -40,3 +42,5 @@ TEST_CASE("bfloat16 rounds to nearest, ties to even", "[bfloat16]") {
   CHECK(std::isnan(static_cast<float>(bfloat16(nan_with_low_payload))));
   CHECK(bfloat16(std::numeric_limits<float>::infinity()).bits == 0x7f80);
 }
+
+}  // namespace test_bfloat16

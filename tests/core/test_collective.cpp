@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+namespace test_collective {
+
 using chorus::Algorithm;
 using chorus::Collective;
 
@@ -82,3 +84,5 @@ TEST_CASE("which algorithms implement which collective", "[collective][algorithm
   CHECK_FALSE(chorus::supports(Collective::all_reduce, Algorithm::direct));
   CHECK(std::strcmp(chorus::to_string(Algorithm::pairwise), "pairwise") == 0);
 }
+
+}  // namespace test_collective

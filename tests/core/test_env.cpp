@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+namespace test_env {
+
 TEST_CASE("CHORUS_TIMEOUT_MS parses positive integers and rejects the rest", "[env]") {
   ::unsetenv("CHORUS_TIMEOUT_MS");
   CHECK(chorus::env::timeout_ms() == chorus::kDefaultTimeoutMs);
@@ -56,3 +58,5 @@ TEST_CASE("CHORUS_LOG accepts the four levels only", "[env]") {
   ::unsetenv("CHORUS_LOG");
   CHECK(chorus::env::log_level() == chorus::LogLevel::warn);
 }
+
+}  // namespace test_env

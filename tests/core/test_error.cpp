@@ -4,6 +4,8 @@
 
 #include <string>
 
+namespace test_error {
+
 TEST_CASE("make_error names the call, the rank and the value", "[error]") {
   const chorus::Error error =
       chorus::make_error(chorus::ErrorCode::invalid_argument, "all_reduce", 3, "root ", 9, " is out of range");
@@ -20,3 +22,5 @@ TEST_CASE("every error code has a name", "[error]") {
     CHECK(std::string(chorus::to_string(code)) != "unknown error");
   }
 }
+
+}  // namespace test_error

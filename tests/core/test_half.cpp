@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <limits>
 
+namespace test_half {
+
 using chorus::half;
 
 namespace {
@@ -71,3 +73,5 @@ TEST_CASE("half rounds to nearest even like an exact reference", "[half]") {
     }
   }
 }
+
+}  // namespace test_half

@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace test_reduce_op {
+
 using chorus::ReduceOp;
 
 TEMPLATE_TEST_CASE("combine applies each op with acc on the left", "[reduce_op]", std::int8_t, std::uint8_t,
@@ -278,3 +280,5 @@ TEMPLATE_TEST_CASE("combine_range min and max match combine bit for bit", "[redu
     }
   }
 }
+
+}  // namespace test_reduce_op

@@ -4,6 +4,8 @@
 
 #include "harness.hpp"
 
+namespace test_all_gather {
+
 namespace {
 
 using chorus::ReduceOp;
@@ -75,3 +77,5 @@ TEST_CASE("all_gather: blocks longer than a pipeline slice", "[all_gather]") {
   }
   check<std::uint8_t>(2, harness::Variant{chorus::Algorithm::ring}, {harness::slice_elements<std::uint8_t>() + 1});
 }
+
+}  // namespace test_all_gather

@@ -6,6 +6,8 @@
 
 #include "harness.hpp"
 
+namespace test_all_reduce {
+
 namespace {
 
 using chorus::Algorithm;
@@ -119,3 +121,5 @@ TEST_CASE("all_reduce: many calls in a row reuse schedules and stay correct", "[
   });
   for (int r = 0; r < ranks; ++r) CHECK(wrong[r] == 0);
 }
+
+}  // namespace test_all_reduce

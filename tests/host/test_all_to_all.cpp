@@ -4,6 +4,8 @@
 
 #include "harness.hpp"
 
+namespace test_all_to_all {
+
 namespace {
 
 using chorus::ReduceOp;
@@ -66,3 +68,5 @@ TEST_CASE("all_to_all: every rank count, count and type, in place and out of pla
 TEST_CASE("all_to_all: blocks longer than a pipeline slice", "[all_to_all]") {
   check<float>(3, {harness::slice_elements<float>() * 3 / 2 + 1});
 }
+
+}  // namespace test_all_to_all

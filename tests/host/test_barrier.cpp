@@ -5,6 +5,8 @@
 
 #include "harness.hpp"
 
+namespace test_barrier {
+
 namespace {
 
 using chorus::host::Comm;
@@ -51,3 +53,5 @@ TEST_CASE("barriers interleave with collectives on the same sequence", "[barrier
   for (int i = 0; i < 30; ++i) expected += 6 + 4 * i;
   for (std::int64_t s : sums) CHECK(s == expected);
 }
+
+}  // namespace test_barrier

@@ -4,6 +4,8 @@
 
 #include "harness.hpp"
 
+namespace test_broadcast {
+
 namespace {
 
 using chorus::ReduceOp;
@@ -93,3 +95,5 @@ TEST_CASE("broadcast: messages longer than a pipeline slice", "[broadcast]") {
     check<double>(4, variant, {harness::slice_elements<double>() * 5 / 2 + 1});
   }
 }
+
+}  // namespace test_broadcast

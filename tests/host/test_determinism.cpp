@@ -7,6 +7,8 @@
 
 #include "harness.hpp"
 
+namespace test_determinism {
+
 namespace {
 
 using chorus::Algorithm;
@@ -99,3 +101,5 @@ TEST_CASE("direct reduce_scatter folds in rank order", "[determinism]") {
     CHECK(harness::same_bits(got[static_cast<std::size_t>(r)], std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(count))));
   }
 }
+
+}  // namespace test_determinism

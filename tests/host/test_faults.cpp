@@ -12,6 +12,8 @@
 
 #include "harness.hpp"
 
+namespace test_faults {
+
 namespace {
 
 using chorus::Algorithm;
@@ -252,3 +254,5 @@ TEST_CASE("Team::run may not be re-entered while it runs", "[faults]") {
   CHECK(refused[1] == 1);
   expect_team_works(team);
 }
+
+}  // namespace test_faults

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace test_generic {
+
 TEST_CASE("host::Comm passes the generic communicator checks", "[host][generic]") {
   for (int ranks : {1, 2, 3, 4, 5, 8}) {
     chorus::host::Team team(ranks);
@@ -20,3 +22,5 @@ TEST_CASE("host::Comm passes the generic communicator checks", "[host][generic]"
     }
   }
 }
+
+}  // namespace test_generic

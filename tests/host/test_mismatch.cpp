@@ -8,6 +8,8 @@
 
 #include "harness.hpp"
 
+namespace test_mismatch {
+
 namespace {
 
 using chorus::Algorithm;
@@ -198,3 +200,5 @@ TEST_CASE("Team::run rethrows the mismatch and the team works afterwards", "[mis
   });
   for (float s : sums) CHECK(s == 4.0f);
 }
+
+}  // namespace test_mismatch

@@ -7,6 +7,8 @@
 
 #include "harness.hpp"
 
+namespace test_point_to_point {
+
 namespace {
 
 using chorus::Error;
@@ -149,3 +151,5 @@ TEST_CASE("two ranks that both send first time out instead of hanging", "[p2p]")
   });
   CHECK(got[1] == 7);
 }
+
+}  // namespace test_point_to_point

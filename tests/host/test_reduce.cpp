@@ -4,6 +4,8 @@
 
 #include "harness.hpp"
 
+namespace test_reduce {
+
 namespace {
 
 using chorus::ReduceOp;
@@ -103,3 +105,5 @@ TEST_CASE("reduce: messages longer than a pipeline slice", "[reduce]") {
     check<float>(4, variant, {{count, ReduceOp::sum, 1, Mode::out_of_place}, {count, ReduceOp::max, 3, Mode::in_place}});
   }
 }
+
+}  // namespace test_reduce

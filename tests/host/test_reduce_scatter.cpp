@@ -4,6 +4,8 @@
 
 #include "harness.hpp"
 
+namespace test_reduce_scatter {
+
 namespace {
 
 using chorus::ReduceOp;
@@ -83,3 +85,5 @@ TEST_CASE("reduce_scatter: blocks longer than a pipeline slice", "[reduce_scatte
     check<float>(3, variant, {{count, ReduceOp::sum, false}, {count, ReduceOp::min, true}});
   }
 }
+
+}  // namespace test_reduce_scatter

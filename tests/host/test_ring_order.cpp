@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace test_ring_order {
+
 using chorus::Algorithm;
 using chorus::ReduceOp;
 
@@ -145,3 +147,5 @@ TEST_CASE("set_ring_order refuses what is not a permutation of the team", "[host
   CHECK_THROWS_AS(team.set_ring_order({-1, 0, 1, 2}), chorus::Error);
   CHECK(team.ring_order().empty());  // unchanged by the refused orders
 }
+
+}  // namespace test_ring_order

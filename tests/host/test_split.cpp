@@ -7,6 +7,8 @@
 
 #include "harness.hpp"
 
+namespace test_split {
+
 namespace {
 
 using chorus::Error;
@@ -181,3 +183,5 @@ TEST_CASE("a call on a null communicator names the call, not a rank -1", "[split
                     "chorus::all_reduce: called on a null communicator (from split with a negative colour, or "
                     "default-constructed)");
 }
+
+}  // namespace test_split

@@ -9,6 +9,8 @@
 
 #include "harness.hpp"
 
+namespace test_team {
+
 using chorus::host::Comm;
 using chorus::host::Team;
 
@@ -126,3 +128,5 @@ TEST_CASE("a typo in CHORUS_LOG is caught when a team runs, even if nothing logs
                                       "got 'verbose'"));
   CHECK_FALSE(ran);
 }
+
+}  // namespace test_team

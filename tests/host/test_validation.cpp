@@ -10,6 +10,8 @@
 
 #include "harness.hpp"
 
+namespace test_validation {
+
 namespace {
 
 using chorus::Algorithm;
@@ -207,3 +209,5 @@ TEST_CASE("a malformed CHORUS_TIMEOUT_MS fails the call that reads it, naming th
                Catch::StartsWith("chorus::all_reduce on rank " + std::to_string(r) + ": chorus: CHORUS_TIMEOUT_MS must be"));
   }
 }
+
+}  // namespace test_validation

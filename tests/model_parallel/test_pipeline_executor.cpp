@@ -9,6 +9,8 @@
 
 #include <chrono>
 
+namespace test_pipeline_executor {
+
 namespace {
 
 // 1 to 5 ranks of host threads and of the mailbox fake; a host run over a minute is a hang.
@@ -33,3 +35,5 @@ TEST_CASE("a pipeline over a split communicator: two pipelines side by side", "[
     return mp_checks::pipeline_checks(pipeline);
   }, std::chrono::seconds(60));
 }
+
+}  // namespace test_pipeline_executor

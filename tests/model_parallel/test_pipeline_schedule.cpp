@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace test_pipeline_schedule {
+
 using namespace chorus::parallel;
 
 namespace {
@@ -221,3 +223,5 @@ TEST_CASE("actions print as issue 9's names and timelines as ASCII", "[pipeline]
         "rank 1 |  F0B0==F1B1==F2B2==    |\n");
   CHECK(format_pipeline_timeline(simulate_pipeline(interleaved_1f1b_schedule(1, 1, 2)), 2) == "rank 0 |F0f0b0B0|\n");
 }
+
+}  // namespace test_pipeline_schedule

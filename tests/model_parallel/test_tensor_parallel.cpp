@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+namespace test_tensor_parallel {
+
 using support::run_on_every_communicator;  // on 1 to 4 ranks of host threads and of the mailbox fake
 
 static_assert(chorus::check_communicator<support::RecordingComm<chorus::host::Comm>>(),
@@ -146,3 +148,5 @@ TEST_CASE("rng_seeds over a mesh: the default stream is shared by TP and DP, the
   CHECK(streams.size() == 4u);
   CHECK_THROWS_WITH(rng_seeds(42, mesh, 16), Catch::Contains("rank 16 is outside"));
 }
+
+}  // namespace test_tensor_parallel

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace test_data_parallel {
+
 using chorus::DataType;
 using chorus::parallel::BucketOptions;
 using chorus::parallel::plan_buckets;
@@ -214,3 +216,7 @@ TEST_CASE("The linear scaling rule with gradual warmup (Goyal et al. 2017)", "[p
   CHECK_THROWS_AS(LinearScalingLr(0.1, 0, 1024), chorus::Error);
   CHECK_THROWS_AS(LinearScalingLr(-1, 256, 1024), chorus::Error);
 }
+
+}  // namespace test_data_parallel
+
+#undef ON_EVERY_COMM

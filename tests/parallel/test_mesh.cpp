@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace test_mesh {
+
 using chorus::parallel::Mesh;
 using Groups = std::vector<std::vector<int>>;
 
@@ -100,3 +102,5 @@ TEST_CASE("MeshComms refuses a mesh of another size than the communicator", "[pa
     CHECK_THAT(message, !Catch::Matchers::Contains("no error"));
   }
 }
+
+}  // namespace test_mesh

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_sampler {
+
 using chorus::parallel::DistributedSampler;
 using chorus::parallel::SamplerOptions;
 using Indices = std::vector<std::size_t>;
@@ -124,3 +126,5 @@ TEST_CASE("Every rank's slice interleaves into one epoch order, on host threads 
   support::run_on_every_communicator("sampler", [](auto& comm) { return dp_checks::check_sampler(comm); },
                                      {{1, 2, 3, 4}, {3}});
 }
+
+}  // namespace test_sampler

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace test_zero {
+
 using chorus::parallel::Adam;
 using chorus::parallel::Sgd;
 
@@ -86,3 +88,5 @@ TEST_CASE("ZeroRedundancyOptimizer rejects what it cannot shard", "[parallel][ze
     CHECK_THAT(seen, !Catch::Matchers::Contains("[no error]"));
   }
 }
+
+}  // namespace test_zero

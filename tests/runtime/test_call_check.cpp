@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_call_check {
+
 using chorus::Algorithm;
 using chorus::Collective;
 using chorus::DataType;
@@ -124,3 +126,5 @@ TEST_CASE("the descriptor keeps only what ranks must agree on", "[call_check]") 
   CHECK(d.count == 1);
   CHECK(d.type == DataType::float32);
 }
+
+}  // namespace test_call_check

@@ -4,6 +4,8 @@
 
 #include <chorus/runtime/call_descriptor.hpp>
 
+namespace test_call_descriptor {
+
 using chorus::DataType;
 using chorus::ReduceOp;
 using chorus::runtime::CallDescriptor;
@@ -87,3 +89,5 @@ TEST_CASE("the schedule key follows the descriptor's schedule fields only", "[de
   CHECK(schedule_key(a, 5, 64) != key);
   CHECK(schedule_key(a, 4, 32) != key);
 }
+
+}  // namespace test_call_descriptor

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 
+namespace test_communicator_contract {
+
 using chorus::Algorithm;
 using chorus::DataType;
 using chorus::ReduceOp;
@@ -83,3 +85,5 @@ TEST_CASE("a type missing any member is not a communicator, and the trait says w
   STATIC_REQUIRE_FALSE(chorus::is_communicator_v<int>);
   STATIC_REQUIRE_FALSE(chorus::is_communicator_v<std::vector<float>>);
 }
+
+}  // namespace test_communicator_contract

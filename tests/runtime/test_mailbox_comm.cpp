@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace test_mailbox_comm {
+
 TEST_CASE("the mailbox communicator passes the generic communicator checks", "[runtime][generic]") {
   for (int ranks : {1, 2, 3, 4, 5, 8}) {
     std::vector<std::vector<std::string>> failures(static_cast<std::size_t>(ranks));
@@ -41,3 +43,5 @@ TEST_CASE("the mailbox communicator runs every algorithm of all_reduce through t
     }
   }
 }
+
+}  // namespace test_mailbox_comm

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+namespace test_schedule_cache {
+
 using chorus::Collective;
 using chorus::algo::Pattern;
 using chorus::runtime::ScheduleCache;
@@ -97,3 +99,5 @@ TEST_CASE("a new ring order drops every schedule built with the old one", "[sche
   CHECK(before->steps[0].front().peer == 1);
   CHECK(after->steps[0].front().peer == 2);
 }
+
+}  // namespace test_schedule_cache

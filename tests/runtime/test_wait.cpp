@@ -9,6 +9,8 @@
 
 #include <chorus/runtime/wait.hpp>
 
+namespace test_wait {
+
 using chorus::runtime::wait_until;
 using Clock = std::chrono::steady_clock;
 
@@ -67,3 +69,5 @@ TEST_CASE("poll ends a wait early by throwing", "[wait]") {
                     "released");
   CHECK(polls == 500);
 }
+
+}  // namespace test_wait

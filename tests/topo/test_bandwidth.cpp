@@ -2,6 +2,8 @@
 
 #include <chorus/topo/bandwidth.hpp>
 
+namespace test_bandwidth {
+
 using namespace chorus::topo;
 
 TEST_CASE("NVLink per-link figures follow NCCL's table by GPU generation", "[topo][bandwidth]") {
@@ -68,3 +70,5 @@ TEST_CASE("typical generations and channel caps", "[topo][bandwidth]") {
   CHECK(max_channel_GBps(90) == 60.0);
   CHECK(max_channel_GBps(100) == 90.0);
 }
+
+}  // namespace test_bandwidth

@@ -2,6 +2,8 @@
 
 #include <chorus/topo/busid.hpp>
 
+namespace test_busid {
+
 using namespace chorus::topo;
 
 TEST_CASE("bus ids normalise to NCCL's lower-case form", "[topo][busid]") {
@@ -19,3 +21,5 @@ TEST_CASE("things that are not bus ids are rejected", "[topo][busid]") {
     CHECK_FALSE(normalize_busid(bad));
   }
 }
+
+}  // namespace test_busid

@@ -2,6 +2,8 @@
 
 #include <chorus/topo/cpuset.hpp>
 
+namespace test_cpuset {
+
 using namespace chorus::topo;
 
 TEST_CASE("CPU lists and masks convert both ways", "[topo][cpuset]") {
@@ -25,3 +27,5 @@ TEST_CASE("malformed CPU sets are rejected, huge ones too", "[topo][cpuset]") {
   for (const char* bad : {"", "xyz", "12g4", ","}) CHECK_FALSE(parse_cpumask(bad));
   CHECK_FALSE(parse_cpumask(std::string(10000, 'f')));
 }
+
+}  // namespace test_cpuset

@@ -7,6 +7,8 @@
 
 #include "fake_sysfs.hpp"
 
+namespace test_detect {
+
 using namespace chorus::topo;
 
 TEST_CASE("detect: sysfs plus NVML, and a note when NVML is missing", "[topo][detect]") {
@@ -32,3 +34,5 @@ TEST_CASE("detect on this machine never fails for want of a GPU or a driver", "[
   CHECK(topo.cpu_nodes().size() >= 1);
   if (topo.gpu_count() == 0) CHECK_FALSE(notes.empty());
 }
+
+}  // namespace test_detect

@@ -9,6 +9,8 @@
 
 #include "fixtures.hpp"
 
+namespace test_double_tree {
+
 using namespace chorus::topo;
 
 namespace {
@@ -73,3 +75,5 @@ TEST_CASE("trees on the best ring of a real machine", "[topo][tree]") {
   }
   CHECK(tree_bottleneck(paths, double_binary_tree({0})[0]) == kLocalGBps);
 }
+
+}  // namespace test_double_tree

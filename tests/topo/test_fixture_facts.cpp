@@ -10,6 +10,8 @@
 
 #include "fixtures.hpp"
 
+namespace test_fixture_facts {
+
 using namespace chorus::topo;
 
 namespace {
@@ -391,3 +393,5 @@ TEST_CASE("the .txt and .xml of each machine agree (NODE read as PHB)", "[topo][
     CHECK(best_bottleneck(text) == Approx(best_bottleneck(xml)));
   }
 }
+
+}  // namespace test_fixture_facts

@@ -7,6 +7,8 @@
 
 #include "fixtures.hpp"
 
+namespace test_nccl_xml {
+
 using namespace chorus::topo;
 using chorus::Error;
 
@@ -232,3 +234,5 @@ TEST_CASE("files are written and read back, and a bad path is an error", "[topo]
   CHECK_THROWS_AS(write_nccl_xml_file(t, "/nonexistent/dir/x.xml"), Error);
   CHECK_THROWS_AS(read_nccl_xml_file("/nonexistent/dir/x.xml"), Error);
 }
+
+}  // namespace test_nccl_xml

@@ -5,6 +5,8 @@
 
 #include <string>
 
+namespace test_nvml_reader {
+
 using namespace chorus::topo;
 
 TEST_CASE("a missing NVML library is 'not available', not an error", "[topo][nvml]") {
@@ -66,3 +68,5 @@ TEST_CASE("NVML's links merge into a sysfs topology", "[topo][nvml]") {
   apply_nvml(untouched, absent);
   CHECK(untouched.nvlinks.empty());
 }
+
+}  // namespace test_nvml_reader

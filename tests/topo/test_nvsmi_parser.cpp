@@ -6,6 +6,8 @@
 
 #include "fixtures.hpp"
 
+namespace test_nvsmi_parser {
+
 using namespace chorus::topo;
 using chorus::Error;
 
@@ -148,3 +150,5 @@ TEST_CASE("every malformed nvidia-smi fixture throws chorus::Error with its line
     CHECK(message.find("chorus::topo::read_nvsmi") == 0);
   }
 }
+
+}  // namespace test_nvsmi_parser

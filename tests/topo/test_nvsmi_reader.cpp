@@ -7,6 +7,8 @@
 
 #include "fixtures.hpp"
 
+namespace test_nvsmi_reader {
+
 using namespace chorus::topo;
 using chorus::Error;
 
@@ -202,3 +204,5 @@ TEST_CASE("a missing file is a clear error", "[topo][nvsmi]") {
     CHECK(std::string(e.what()) == "chorus::topo::read_nvsmi: cannot open '/nonexistent/chorus/topo.txt'");
   }
 }
+
+}  // namespace test_nvsmi_reader

@@ -4,6 +4,8 @@
 
 #include <string>
 
+namespace test_path_class {
+
 using namespace chorus::topo;
 
 TEST_CASE("nvidia-smi tokens parse and print back", "[topo][path_class]") {
@@ -49,3 +51,5 @@ TEST_CASE("PCIe levels rank the PCIe tokens", "[topo][path_class]") {
   CHECK(pcie_level(SmiClass::nvlink) == 0);
   CHECK(pcie_level(SmiClass::self) == 0);
 }
+
+}  // namespace test_path_class

@@ -4,6 +4,8 @@
 
 #include <string>
 
+namespace test_paths {
+
 using namespace chorus::topo;
 
 namespace {
@@ -200,3 +202,5 @@ TEST_CASE("validate names what is wrong with a hand-built topology", "[topo][pat
   under_gpu.add_nic(g3, pci("0000:02:00.0"), {});
   CHECK(message(under_gpu).find("hangs off a gpu") != std::string::npos);
 }
+
+}  // namespace test_paths

@@ -12,6 +12,8 @@
 #include "fixtures.hpp"
 #include "pcie_farm.hpp"
 
+namespace test_ring_search {
+
 using namespace chorus::topo;
 
 namespace {
@@ -294,3 +296,5 @@ TEST_CASE("the work budget bounds the heuristic, never its answer", "[topo][ring
   CHECK(h100.rings.size() == 6);
   require_rings_are_permutations(h100, 8);
 }
+
+}  // namespace test_ring_search

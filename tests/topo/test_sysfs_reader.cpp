@@ -9,6 +9,8 @@
 
 #include "fake_sysfs.hpp"
 
+namespace test_sysfs_reader {
+
 using namespace chorus::topo;
 using fixtures::FakeSysfs;
 
@@ -172,3 +174,5 @@ TEST_CASE("sysfs files that never end are an error naming the file and the cap",
                           Catch::Matchers::Contains(cap));
   }
 }
+
+}  // namespace test_sysfs_reader

@@ -4,6 +4,8 @@
 
 #include <string>
 
+namespace test_xml {
+
 using chorus::Error;
 namespace xml = chorus::topo::xml;
 
@@ -108,3 +110,5 @@ TEST_CASE("every error is a chorus::Error with the caller's name", "[topo][xml]"
   CHECK_THROWS_AS(xml::parse("<a>", "read_something"), Error);
   CHECK(error_of("<a>").find("chorus::topo::test: line 1") == 0);
 }
+
+}  // namespace test_xml
