@@ -9,6 +9,8 @@
 #include <set>
 #include <vector>
 
+namespace test_partition {
+
 using namespace chorus::cuda::kernel;
 
 TEST_CASE("pack_split covers the span and aligns the packs") {
@@ -174,3 +176,5 @@ TEST_CASE("rounds cover a call in order") {
     }
   }
 }
+
+}  // namespace test_partition

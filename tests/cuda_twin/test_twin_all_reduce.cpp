@@ -7,6 +7,8 @@
 
 #include <numeric>
 
+namespace test_twin_all_reduce {
+
 using namespace twin_checks;
 using chorus::cuda::twin::Options;
 using chorus::cuda::twin::Team;
@@ -128,3 +130,5 @@ TEST_CASE("calls of changing sizes in a row, with seeded skew between ranks") {
     }
   }
 }
+
+}  // namespace test_twin_all_reduce

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <thread>
 
+namespace test_twin_protocols {
+
 using namespace twin_checks;
 using chorus::ErrorCode;
 using chorus::cuda::twin::Options;
@@ -190,3 +192,5 @@ TEST_CASE("bad arguments are refused with the call, the rank and the value") {
   refused([&] { team.all_reduce<float>({a.data(), a.data()}, {b.data(), b.data()}, SIZE_MAX / 2, ReduceOp::sum, KernelAlgorithm::ring); },
           "overflows the byte size");
 }
+
+}  // namespace test_twin_protocols

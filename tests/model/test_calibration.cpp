@@ -8,6 +8,8 @@
 
 #include <vector>
 
+namespace test_calibration {
+
 using namespace chorus;
 
 namespace {
@@ -56,3 +58,5 @@ TEST_CASE("fit_alpha_beta refuses what cannot be fitted") {
   // Larger calls measured faster than small ones: no positive bandwidth explains that.
   CHECK_THROWS_WITH(fit(4, {{10, 1e-3}, {1 << 20, 1e-6}}), Catch::Contains("do not grow with size"));
 }
+
+}  // namespace test_calibration

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+namespace test_gpu_fabric {
+
 using namespace chorus;
 using chorus::model::GpuFabricOptions;
 using chorus::model::LatencyTable;
@@ -108,3 +110,5 @@ TEST_CASE("gpu_fabric refuses a rank count the topology does not have") {
   CHECK_THROWS_AS(model::gpu_fabric(a100, {-1, Protocol::simple, LatencyTable::ring}), chorus::Error);
   CHECK_THROWS_AS(model::gpu_fabric(topo::Topology{}, {}), chorus::Error);
 }
+
+}  // namespace test_gpu_fabric

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace test_predict {
+
 using namespace chorus;
 using chorus::model::LatencyTable;
 using chorus::model::Protocol;
@@ -149,3 +151,5 @@ TEST_CASE("the tuner takes the cheapest candidate") {
   CHECK(gpu_small.protocol == Protocol::ll);       // NCCL: LL for small messages
   CHECK(gpu_large.protocol == Protocol::simple);   // and Simple for large ones
 }
+
+}  // namespace test_predict

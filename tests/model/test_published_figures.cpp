@@ -10,6 +10,8 @@
 #include <cmath>
 #include <string>
 
+namespace test_published_figures {
+
 using namespace chorus;
 
 namespace {
@@ -43,3 +45,5 @@ TEST_CASE("a 256 MiB call is still below the large-size figure, as nccl-tests#21
   // "256M is too small to reach peak bandwidth": the model agrees that latency still shows.
   CHECK(predicted_busbw("dgx-h100.xml", std::size_t(256) << 20) < predicted_busbw("dgx-h100.xml", std::size_t(8) << 30));
 }
+
+}  // namespace test_published_figures

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+namespace test_simulate {
+
 using namespace chorus;
 using chorus::model::simulate_us;
 using chorus::model::uniform_fabric;
@@ -87,3 +89,5 @@ TEST_CASE("simulate_us refuses a schedule for another rank count or a zero eleme
   CHECK_THROWS_AS(uniform_fabric(2, -1.0, kBeta), chorus::Error);
   CHECK_THROWS_AS(uniform_fabric(2, kAlpha, 0.0), chorus::Error);
 }
+
+}  // namespace test_simulate
