@@ -53,6 +53,7 @@ class Team {
     running_ = std::move(other.running_);
     fault_ = std::move(other.fault_);
     world_ = std::move(other.world_);
+    trace_path_ = std::move(other.trace_path_);
   }
   Team& operator=(Team&& other) {
     if (this == &other) return *this;
@@ -62,6 +63,7 @@ class Team {
     running_ = std::move(other.running_);
     fault_ = std::move(other.fault_);
     world_ = std::move(other.world_);
+    trace_path_ = std::move(other.trace_path_);
     return *this;
   }
   Team(const Team&) = delete;
@@ -96,6 +98,13 @@ class Team {
   }
   const std::vector<int>& ring_order() const { return world_->ring_order(); }
 
+  // Where the following runs write their step trace (Chrome trace-event JSON, docs/debugging.md);
+  // overrides CHORUS_TRACE. Empty: CHORUS_TRACE decides again. Not while running.
+  void set_trace_path(std::string path) {
+    refuse_if_running("set_trace_path");
+    trace_path_ = std::move(path);
+  }
+
   template <class Fn>
   void run(Fn&& fn) {
     if (!running_) throw Error(ErrorCode::invalid_argument, "chorus::host::Team::run: this team was moved from");
@@ -114,7 +123,7 @@ class Team {
     }
     fault_->reset();
     world_->reset();
-    const std::string trace_path = env::trace_path();
+    const std::string trace_path = trace_path_.empty() ? env::trace_path() : trace_path_;
     world_->set_trace(trace_path.empty() ? nullptr : std::make_shared<runtime::StepTrace>(size_));
     log(LogLevel::info, "communicator ", world_->id(), ": team of ", size_, " ranks, flight recorder of ",
         world_->recorder_calls(), " calls per rank", trace_path.empty() ? "" : ", step trace to ", trace_path);
@@ -198,6 +207,7 @@ class Team {
   std::unique_ptr<std::atomic<bool>> running_;
   std::shared_ptr<detail::Fault> fault_;
   std::shared_ptr<detail::SharedState> world_;
+  std::string trace_path_;
 };
 
 }  // namespace chorus::host
