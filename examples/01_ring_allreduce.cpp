@@ -16,7 +16,7 @@
 //
 // `01_ring_allreduce --trace ring.json` also writes what the four threads really did as a Chrome
 // trace (open it in https://ui.perfetto.dev or chrome://tracing): a track per rank, the all_reduce
-// as one slice with its 6 steps nested inside, and an arrow from each send to the receive it fed.
+// as one slice with its 12 steps (a send and a receive per round) nested inside, and an arrow from each send to the receive it fed.
 // Setting CHORUS_TRACE=ring.json does the same for any program (docs/debugging.md).
 #include <chorus/algo/build.hpp>
 #include <chorus/algo/printer.hpp>

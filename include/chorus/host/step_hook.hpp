@@ -43,6 +43,10 @@ class StepHook {
     if (trace_ == nullptr) return;
     call_.failed = state == runtime::CallState::failed;
     call_.end_ns = runtime::steady_now_ns();
+    if (step_open_) {  // the step the call failed in: its slice ends with the call
+      step_.end_ns = call_.end_ns;
+      trace_->add(track_, step_);
+    }
     trace_->add(track_, call_);
   }
 
@@ -59,6 +63,7 @@ class StepHook {
     step_.match = algo::is_recv(step.op) ? static_cast<std::int32_t>(step.match) : -1;
     step_.bytes = bytes;
     step_.start_ns = runtime::steady_now_ns();
+    step_open_ = true;
   }
   void arrived(std::size_t) {
     if (trace_ != nullptr) step_.ready_ns = runtime::steady_now_ns();
@@ -66,6 +71,7 @@ class StepHook {
   void end(std::size_t, const algo::Step&, std::size_t) {
     if (trace_ == nullptr) return;
     step_.end_ns = runtime::steady_now_ns();
+    step_open_ = false;
     trace_->add(track_, step_);
   }
 
@@ -74,6 +80,7 @@ class StepHook {
   runtime::StepTrace* trace_;
   int track_;
   std::int32_t steps_ = 0;
+  bool step_open_ = false;
   runtime::TraceEvent call_;
   runtime::TraceEvent step_;
 };

@@ -28,7 +28,14 @@ inline bool same_call(const CallDescriptor& a, const CallDescriptor& b) {
          a.pattern == b.pattern && a.in_place == b.in_place;
 }
 
+// Records are consecutive sequence numbers, oldest first: index directly (a summary of a large team
+// looks up every rank's every call), and search only if a snapshot skipped an entry.
 inline const CallRecord* find_call(const RankRecord& rank, std::uint64_t sequence) {
+  if (rank.calls.empty() || sequence < rank.calls.front().sequence) return nullptr;
+  const std::uint64_t index = sequence - rank.calls.front().sequence;
+  if (index < rank.calls.size() && rank.calls[static_cast<std::size_t>(index)].sequence == sequence) {
+    return &rank.calls[static_cast<std::size_t>(index)];
+  }
   for (const CallRecord& record : rank.calls) {
     if (record.sequence == sequence) return &record;
   }
