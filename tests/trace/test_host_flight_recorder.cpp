@@ -166,6 +166,19 @@ TEST_CASE("a rank that skips a call: the summary names it and every rank's recor
     CHECK(calls[1]["state"] != "done");
   }
   CHECK_THAT(record["summary"].get<std::string>(), Contains("first disagreement at call 2"));
+
+  // After the run, the team's dump is settled: every rank left call 2 failed and returned.
+  const std::string settled = dir.path() + "/settled.json";
+  team.dump_trace(settled);
+  const json after = read_json(settled);
+  for (int r = 0; r < kRanks; ++r) {
+    const json& rank = after["ranks"][static_cast<std::size_t>(r)];
+    INFO("rank " << r);
+    CHECK(rank["returned"] == true);
+    REQUIRE(rank["calls"].size() == 2);
+    CHECK(rank["calls"][1]["state"] == "failed");
+    CHECK(rank["calls"][1]["end_ns"].get<std::int64_t>() >= rank["calls"][1]["start_ns"].get<std::int64_t>());
+  }
 }
 
 TEST_CASE("a slow rank: the timeout says who is behind and where the others wait", "[flight_recorder][host]") {

@@ -19,6 +19,7 @@
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
+#include "../runtime/flight_record_json.hpp"
 #include "../runtime/step_trace.hpp"
 #include "comm.hpp"
 #include "fault.hpp"
@@ -97,6 +98,20 @@ class Team {
     world_->set_ring_order(std::move(order));
   }
   const std::vector<int>& ring_order() const { return world_->ring_order(); }
+
+  // Writes every rank's flight record of the team's communicator as JSON (as Comm::dump_trace does),
+  // settled: between runs no rank is writing, so a failed run's calls read "failed". The records
+  // last until the next run starts. Not while running (use Comm::dump_trace from a rank then).
+  void dump_trace(const std::string& path) const {
+    refuse_if_running("dump_trace of");
+    std::ofstream file(path);
+    if (file) runtime::write_flight_record_json(file, world_->flight_records());
+    file.close();
+    if (!file) {
+      throw Error(ErrorCode::invalid_argument,
+                  chorus::detail::concat("chorus::host::Team::dump_trace: cannot write the flight record to '", path, "'"));
+    }
+  }
 
   // Where the following runs write their step trace (Chrome trace-event JSON, docs/debugging.md);
   // overrides CHORUS_TRACE. Empty: CHORUS_TRACE decides again. Not while running.
