@@ -171,4 +171,17 @@ class FlightRecorder {
   std::atomic<std::uint64_t> recorded_{0};
 };
 
+// The step interpreter's observer (interpreter.hpp) for a backend that records only where a call is:
+// the step in progress and the peer it exchanges with.
+struct RecordSteps {
+  FlightRecorder& recorder;
+
+  void begin(std::size_t index, const algo::Step& step, std::size_t) {
+    const bool exchanges = step.op == algo::Op::send || algo::is_recv(step.op);
+    recorder.at_step(static_cast<std::int32_t>(index), exchanges ? step.peer : -1);
+  }
+  void arrived(std::size_t) {}
+  void end(std::size_t, const algo::Step&, std::size_t) {}
+};
+
 }  // namespace chorus::runtime
