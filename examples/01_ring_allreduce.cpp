@@ -13,12 +13,19 @@
 // chorus describes the algorithm as data (a Schedule: per rank, an ordered list of steps). This
 // program prints that schedule, replays it on one thread round by round so you can watch the
 // buffers change, then runs the real multi-threaded host backend and checks it agrees.
+//
+// `01_ring_allreduce --trace ring.json` also writes what the four threads really did as a Chrome
+// trace (open it in https://ui.perfetto.dev or chrome://tracing): a track per rank, the all_reduce
+// as one slice with its 12 steps (a send and a receive per round) nested inside, and an arrow from each send to the receive it fed.
+// Setting CHORUS_TRACE=ring.json does the same for any program (docs/debugging.md).
 #include <chorus/algo/build.hpp>
 #include <chorus/algo/printer.hpp>
 #include <chorus/host.hpp>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace algo = chorus::algo;
@@ -144,7 +151,14 @@ std::vector<std::vector<std::int32_t>> replay(const algo::Schedule& schedule) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::string trace_path;
+  if (argc == 3 && std::strcmp(argv[1], "--trace") == 0) {
+    trace_path = argv[2];
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: %s [--trace file.json]\n", argv[0]);
+    return 2;
+  }
   const algo::Schedule schedule = algo::build(algo::Collective::all_reduce, algo::Pattern::ring, kRanks, kCount, 0);
   std::printf("The schedule (in = this rank's input, out = its output; ranges are [first, last) elements):\n%s\n",
               algo::to_table(schedule).c_str());
@@ -160,6 +174,7 @@ int main() {
   // The real thing: four threads, the same schedule, executed concurrently.
   std::vector<std::vector<std::int32_t>> outputs(kRanks, std::vector<std::int32_t>(kCount));
   chorus::host::Team team(kRanks);
+  team.set_trace_path(trace_path);
   team.run([&](chorus::host::Comm& comm) {
     std::vector<std::int32_t> input(kCount);
     for (std::size_t i = 0; i < kCount; ++i) input[i] = initial_value(comm.rank(), i);
@@ -176,5 +191,6 @@ int main() {
   }
   std::printf("\nhost::Team all_reduce (ring, 4 threads) %s the replay: every element is (i+1) * 1111.\n",
               mismatches == 0 ? "agrees with" : "DISAGREES with");
+  if (!trace_path.empty()) std::printf("The step trace is in %s.\n", trace_path.c_str());
   return mismatches == 0 ? 0 : 1;
 }

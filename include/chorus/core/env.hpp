@@ -2,6 +2,11 @@
 //   CHORUS_TIMEOUT_MS  bound on every wait, in milliseconds (default 30000; a positive integer, at most
 //                      env::kMaxTimeoutMs = 7 days)
 //   CHORUS_LOG         none | warn | info | debug  (default warn)
+//   CHORUS_TRACE_BUFFER calls each rank's flight recorder keeps per communicator (default 2048, scaled
+//                      down for large teams; 0 turns recording off; at most env::kMaxTraceBuffer)
+//   CHORUS_TRACE       path of a Chrome trace-event JSON file the host backend writes after each Team::run
+//   CHORUS_TRACE_DUMP  directory where a rank that fails with a timeout or mismatch writes every rank's
+//                      flight record as JSON
 #pragma once
 
 #include <cerrno>
@@ -26,19 +31,46 @@ namespace env {
 inline constexpr long kMaxTimeoutMs = 7L * 24 * 60 * 60 * 1000;
 static_assert(2 * kMaxTimeoutMs <= 2147483647L, "twice the maximum timeout must fit a 32-bit long");
 
+// A bounded recorder: a million calls of 64 bytes is 64 MiB per rank, already more than any
+// post-mortem needs.
+inline constexpr long kMaxTraceBuffer = 1L << 20;
+
+// `text` as an integer in [min, max], else chorus::Error saying `what` the knob must be.
+inline long parse_integer_knob(const char* name, const char* text, long min, long max, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
+    throw Error(ErrorCode::invalid_argument, detail::concat("chorus: ", name, " must be ", what, ", got '", text, "'"));
+  }
+  return value;
+}
+
 // A malformed knob is an error, not a silent default: a typo must not turn a 1 s timeout into 30 s.
 inline long timeout_ms() {
   const char* text = std::getenv("CHORUS_TIMEOUT_MS");
   if (text == nullptr || *text == '\0') return kDefaultTimeoutMs;
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value <= 0 || value > kMaxTimeoutMs) {
-    throw Error(ErrorCode::invalid_argument,
-                std::string("chorus: CHORUS_TIMEOUT_MS must be a positive integer of milliseconds, at most ") +
-                    std::to_string(kMaxTimeoutMs) + " (7 days), got '" + text + "'");
-  }
-  return value;
+  return parse_integer_knob("CHORUS_TIMEOUT_MS", text, 1, kMaxTimeoutMs,
+                            detail::concat("a positive integer of milliseconds, at most ", kMaxTimeoutMs, " (7 days)")
+                                .c_str());
+}
+
+// CHORUS_TRACE_BUFFER, or -1 when unset (the backend picks its default).
+inline long trace_buffer() {
+  const char* text = std::getenv("CHORUS_TRACE_BUFFER");
+  if (text == nullptr || *text == '\0') return -1;
+  return parse_integer_knob("CHORUS_TRACE_BUFFER", text, 0, kMaxTraceBuffer,
+                            detail::concat("a number of calls from 0 (off) to ", kMaxTraceBuffer).c_str());
+}
+
+// CHORUS_TRACE and CHORUS_TRACE_DUMP: "" when unset.
+inline std::string trace_path() {
+  const char* text = std::getenv("CHORUS_TRACE");
+  return text == nullptr ? std::string() : std::string(text);
+}
+inline std::string trace_dump_dir() {
+  const char* text = std::getenv("CHORUS_TRACE_DUMP");
+  return text == nullptr ? std::string() : std::string(text);
 }
 
 inline LogLevel log_level() {

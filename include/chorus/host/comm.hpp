@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -126,6 +127,11 @@ class Comm {
 
   // This communicator's ring order (empty: 0, 1, ..., size-1); see Team::set_ring_order.
   const std::vector<int>& ring_order() const;
+
+  // Writes every rank's flight record of this communicator (its last CHORUS_TRACE_BUFFER calls) and
+  // the desync summary as JSON (docs/debugging.md). Any rank may call it, alone, at any time: e.g.
+  // after catching a timeout. Throws chorus::Error when the file cannot be written.
+  void dump_trace(const std::string& path) const;
 
  private:
   friend class Team;

@@ -10,7 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "../algo/printer.hpp"
 #include "../core/env.hpp"
+#include "../core/log.hpp"
+#include "../runtime/flight_record_json.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/element_ops.hpp"
 #include "../runtime/interpreter.hpp"
@@ -19,6 +22,7 @@
 #include "peer_wait.hpp"
 #include "point_to_point.hpp"
 #include "shared_memory_transport.hpp"
+#include "step_hook.hpp"
 #include "tuning.hpp"
 
 namespace chorus::host {
@@ -120,8 +124,16 @@ CHORUS_FUNC Comm Comm::split(int color, int key) {
   if (leader) {
     std::vector<int> team_ranks;
     for (int r : members) team_ranks.push_back(state_->team_rank(r));
-    auto child = std::make_shared<detail::SharedState>(state_->fault_ptr(), std::move(team_ranks), false);
+    auto child = std::make_shared<detail::SharedState>(state_->fault_ptr(), team_ranks, false,
+                                                       state_->recorder_calls());
     child->set_ring_order(detail::ring_order_of_members(state_->ring_order(), members, n));
+    child->set_trace(state_->trace_ptr());
+    if (env::log_level() >= LogLevel::info) {
+      std::string listed;
+      for (int r : team_ranks) listed += chorus::detail::concat(listed.empty() ? "" : " ", r);
+      log(LogLevel::info, "communicator ", child->id(), ": ", members.size(), " ranks split from communicator ",
+          state_->id(), " by colour ", color, " (team ranks ", listed, ")");
+    }
     state_->slot(rank_).handoff = std::move(child);
   }
   runtime::CallDescriptor phase;
@@ -144,10 +156,24 @@ CHORUS_FUNC const std::vector<int>& Comm::ring_order() const {
   return state_->ring_order();
 }
 
+CHORUS_FUNC void Comm::dump_trace(const std::string& path) const {
+  runtime::check_comm("dump_trace", state_ != nullptr);
+  runtime::dump_flight_record(path, state_->flight_records(), "dump_trace", state_->name(rank_));
+}
+
 CHORUS_FUNC void Comm::synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms) {
   detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, timeout_ms);
-  transport.begin();
-  transport.finish();
+  // Recorded before it is published: a peer that finds a mismatch with it must find it recorded too.
+  detail::StepHook hook(*state_, rank_, me_->sequence + 1, call);
+  try {
+    transport.begin();
+    hook.run(0);
+    transport.finish();
+  } catch (...) {
+    hook.end(runtime::CallState::failed);
+    throw;
+  }
+  hook.end(runtime::CallState::done);
 }
 
 CHORUS_FUNC void Comm::erased(const runtime::CollectiveArgs& args) {
@@ -161,25 +187,39 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args, const run
   const int n = state_->size();
   runtime::CheckedCall checked = runtime::check_collective(args, state_->name(rank_), n);
   runtime::CallDescriptor& call = checked.descriptor;
-  call.pattern = args.algorithm != Algorithm::automatic
-                     ? algo::pattern_for(args.algorithm)
-                     : detail::choose_pattern(args.collective, args.count * checked.element_size, n,
-                                              state_->team_size());
+  const std::size_t bytes = args.count * checked.element_size;
+  const detail::PatternChoice choice =
+      args.algorithm != Algorithm::automatic
+          ? detail::PatternChoice{algo::pattern_for(args.algorithm), "asked for by the caller"}
+          : detail::explain_pattern(args.collective, bytes, n, state_->team_size());
+  call.pattern = choice.pattern;
   const algo::Schedule& schedule = me_->schedules.get(
-      runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules());
+      runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules(),
+      [&](const algo::Schedule& built) {  // a choice this rank has not made lately: say why, once per communicator
+        if (rank_ != 0) return;
+        log(LogLevel::info, "communicator ", state_->id(), ": ", runtime::describe(call), " (", bytes, " B, ", n,
+            " ranks): ", algo::to_string(call.pattern), " because ", choice.reason);
+        if (env::log_level() >= LogLevel::debug) log(LogLevel::debug, "schedule:\n", algo::to_table(built));
+      });
 
   const runtime::StepMath math{checked.element_size, ops, call.op};
   const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
                                  checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
   detail::SharedMemoryTransport transport(*state_, rank_, *me_, name, call, timeout_for(name));
-  transport.begin();
+  // Recorded before it is published: a peer that finds a mismatch with it must find it recorded too.
+  detail::StepHook hook(*state_, rank_, me_->sequence + 1, call);
   try {
-    runtime::interpret(name, rank_, schedule, buffers, math, transport);
+    transport.begin();
+    hook.run(schedule.steps[static_cast<std::size_t>(rank_)].size());
+    runtime::interpret(name, rank_, schedule, buffers, math, transport, hook);
+    hook.finishing();
     transport.finish();
   } catch (const std::exception& e) {
+    hook.end(runtime::CallState::failed);
     transport.withdraw(e.what());  // the caller may free its buffers once this returns
     throw;
   }
+  hook.end(runtime::CallState::done);
   if (traits(args.collective).reduces && call.op == ReduceOp::avg && checked.uses_recv) {
     ops->finish_avg(args.recv, args.count, n);
   }

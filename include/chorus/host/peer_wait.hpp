@@ -7,10 +7,17 @@
 // rank: then the peer reports (its message names the rank really missing) and this rank waits once more.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
+#include "../core/env.hpp"
 #include "../core/error.hpp"
+#include "../core/log.hpp"
+#include "../runtime/flight_record_json.hpp"
 #include "shared_state.hpp"
 #include "../runtime/wait.hpp"
 
@@ -34,9 +41,13 @@ class PeerWaiter {
   }
 
   // Fails the call on this rank: releases every other rank of the team with the same code and
-  // returns the error to throw (so a caller can publish a last word to its peer first).
+  // returns the error to throw (so a caller can publish a last word to its peer first). A timeout or
+  // mismatch says, from every rank's flight recorder, who is behind and where the ranks split, and
+  // dumps the records under CHORUS_TRACE_DUMP.
   Error failure(ErrorCode code, const std::string& what) const {
-    Error error = make_error(code, call_, state_.name(rank_), what);
+    std::string message = what;
+    if (code == ErrorCode::timeout || code == ErrorCode::mismatch) message += explain_desync(code);
+    Error error = make_error(code, call_, state_.name(rank_), message);
     state_.fault().abort(state_.team_rank(rank_), code, error.what());
     return error;
   }
@@ -67,6 +78,44 @@ class PeerWaiter {
   }
 
  private:
+  std::string explain_desync(ErrorCode code) const {
+    try {
+      std::vector<runtime::RankRecord> records = state_.flight_records();
+      // A mismatch is found as soon as two ranks enter the call; the others are likely on their way
+      // (the team is not aborted yet), and the summary is clearer with their records in it.
+      if (code == ErrorCode::mismatch) records = settled_records(std::move(records));
+      const std::string dir = env::trace_dump_dir();
+      std::string dumped;
+      if (!dir.empty()) {
+        const std::string path = chorus::detail::concat(dir, "/chorus-flight-record-comm", state_.id(), "-rank", rank_,
+                                                        ".json");
+        try {
+          runtime::dump_flight_record(path, records, call_, state_.name(rank_));
+          dumped = chorus::detail::concat("\n  every rank's record: ", path);
+        } catch (const Error& e) {
+          log(LogLevel::warn, e.what());
+        }
+      }
+      return "\n" + runtime::desync_summary(records) + dumped;
+    } catch (const std::exception&) {  // no memory for the explanation: the error itself matters more
+      return {};
+    }
+  }
+
+  std::vector<runtime::RankRecord> settled_records(std::vector<runtime::RankRecord> records) const {
+    constexpr auto kPatience = std::chrono::milliseconds(100);
+    const auto reached = [](const runtime::RankRecord& r) { return r.calls.empty() ? 0 : r.calls.back().sequence; };
+    const std::uint64_t mine = reached(records[static_cast<std::size_t>(rank_)]);
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    for (;;) {
+      bool settled = true;
+      for (const runtime::RankRecord& r : records) settled = settled && (r.returned || reached(r) >= mine);
+      if (settled || std::chrono::steady_clock::now() >= deadline) return records;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      records = state_.flight_records();
+    }
+  }
+
   const SharedState& state_;
   const char* call_;
   int rank_;

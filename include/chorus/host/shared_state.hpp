@@ -15,7 +15,11 @@
 #include <vector>
 
 #include "../runtime/call_descriptor.hpp"
+#include "../runtime/desync_summary.hpp"
+#include "../runtime/flight_recorder.hpp"
 #include "../runtime/schedule_cache.hpp"
+#include "../runtime/step_trace.hpp"
+#include "../core/env.hpp"
 #include "channel.hpp"
 #include "fault.hpp"
 #include "scratch_buffer.hpp"
@@ -74,6 +78,8 @@ struct alignas(64) RankSlot {
   std::byte* output = nullptr;
   std::byte* scratch = nullptr;
   Descriptor calls[2];
+  // This rank's last calls on this communicator; peers snapshot it to explain a hang.
+  runtime::FlightRecorder recorder;
   // 1 + the rank whose memory this rank is reading right now, else 0. A rank leaving a call
   // with an error aborts the team, then waits until no peer reads its buffers, so the caller
   // may free them: a reader sets this, then checks the abort flag (both sequentially
@@ -86,18 +92,57 @@ struct alignas(64) RankSlot {
   std::shared_ptr<SharedState> handoff;
 };
 
+// Each rank's flight recorder keeps this many calls: CHORUS_TRACE_BUFFER, else 2048, fewer in teams so
+// large that the team's recorders would pass kRecorderBudget bytes (a 4096-rank team keeps 256 calls).
+// Throws chorus::Error for a malformed knob.
+inline std::size_t recorder_capacity(int team_size) {
+  constexpr std::size_t kRecorderBudget = std::size_t{64} << 20;
+  constexpr std::size_t kEntryBytes = 64;
+  const long asked = env::trace_buffer();
+  if (asked >= 0) return static_cast<std::size_t>(asked);
+  const std::size_t fits = kRecorderBudget / kEntryBytes / static_cast<std::size_t>(team_size);
+  return std::max<std::size_t>(64, std::min(runtime::FlightRecorder::kDefaultCapacity, fits));
+}
+
 class SharedState {
  public:
-  // `team_ranks[r]` is the Team rank of this communicator's rank r (for messages and exit checks).
-  SharedState(std::shared_ptr<Fault> fault, std::vector<int> team_ranks, bool is_team)
-      : fault_(std::move(fault)),
+  // `team_ranks[r]` is the Team rank of this communicator's rank r (for messages and exit checks);
+  // each rank's flight recorder keeps `recorder_calls` calls.
+  SharedState(std::shared_ptr<Fault> fault, std::vector<int> team_ranks, bool is_team, std::size_t recorder_calls)
+      : id_(next_id()),
+        recorder_calls_(recorder_calls),
+        fault_(std::move(fault)),
         team_ranks_(std::move(team_ranks)),
         size_(static_cast<int>(team_ranks_.size())),
         is_team_(is_team),
         slots_(new RankSlot[team_ranks_.size()]),
         acks_(new std::atomic<std::uint64_t>[team_ranks_.size() * team_ranks_.size()]()),  // zeroed
         yields_(runtime::WaitPolicy::yields(fault_->size())),
-        max_sleep_(runtime::WaitPolicy::max_sleep(fault_->size())) {}
+        max_sleep_(runtime::WaitPolicy::max_sleep(fault_->size())) {
+    for (int r = 0; r < size_; ++r) slot(r).recorder.set_capacity(recorder_calls);
+  }
+
+  // Names this communicator in dumps and traces; unique within the process.
+  std::uint32_t id() const { return id_; }
+  std::size_t recorder_calls() const { return recorder_calls_; }
+
+  // Every rank's flight record, as any rank may read it at any time (a hang's explanation).
+  std::vector<runtime::RankRecord> flight_records() const {
+    std::vector<runtime::RankRecord> ranks(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      runtime::RankRecord& record = ranks[static_cast<std::size_t>(r)];
+      record.rank = r;
+      record.calls = slot(r).recorder.snapshot();
+      record.returned = fault_->exited(team_rank(r));
+    }
+    return ranks;
+  }
+
+  // The team's step trace while CHORUS_TRACE is set (else null); split communicators share it.
+  runtime::StepTrace* trace() const { return trace_.get(); }
+  const std::shared_ptr<runtime::StepTrace>& trace_ptr() const { return trace_; }
+  // Only between runs.
+  void set_trace(std::shared_ptr<runtime::StepTrace> trace) { trace_ = std::move(trace); }
 
   int size() const { return size_; }
   // Waits yield this often before sleeping; set by the team's thread count, not this
@@ -176,6 +221,7 @@ class SharedState {
       s.output = nullptr;
       s.scratch = nullptr;
       for (Descriptor& d : s.calls) d.sequence.store(0, std::memory_order_relaxed);
+      s.recorder.clear();
       s.handoff.reset();
     }
     for (std::size_t i = 0; i < static_cast<std::size_t>(size_) * size_; ++i) {
@@ -189,6 +235,14 @@ class SharedState {
     return static_cast<std::size_t>(from) * static_cast<std::size_t>(size_) + static_cast<std::size_t>(to);
   }
 
+  static std::uint32_t next_id() {
+    static std::atomic<std::uint32_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::uint32_t id_;
+  std::size_t recorder_calls_;
+  std::shared_ptr<runtime::StepTrace> trace_;
   std::shared_ptr<Fault> fault_;
   std::vector<int> team_ranks_;
   int size_;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <exception>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <string>
@@ -17,6 +18,9 @@
 
 #include "../core/env.hpp"
 #include "../core/error.hpp"
+#include "../core/log.hpp"
+#include "../runtime/flight_record_json.hpp"
+#include "../runtime/step_trace.hpp"
 #include "comm.hpp"
 #include "fault.hpp"
 #include "shared_state.hpp"
@@ -35,7 +39,10 @@ class Team {
       std::vector<int> team_ranks;
       for (int r = 0; r < size_; ++r) team_ranks.push_back(r);
       fault_ = std::make_shared<detail::Fault>(size_);
-      world_ = std::make_shared<detail::SharedState>(fault_, std::move(team_ranks), true);
+      world_ = std::make_shared<detail::SharedState>(fault_, std::move(team_ranks), true,
+                                                     detail::recorder_capacity(size_));
+    } catch (const Error& e) {  // a malformed CHORUS_TRACE_BUFFER
+      throw Error(e.code(), chorus::detail::concat("chorus::host::Team: ", e.what()));
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::unsupported,
                   chorus::detail::concat("chorus::host::Team: not enough memory for a team of ", size_, " ranks"));
@@ -47,6 +54,7 @@ class Team {
     running_ = std::move(other.running_);
     fault_ = std::move(other.fault_);
     world_ = std::move(other.world_);
+    trace_path_ = std::move(other.trace_path_);
   }
   Team& operator=(Team&& other) {
     if (this == &other) return *this;
@@ -56,6 +64,7 @@ class Team {
     running_ = std::move(other.running_);
     fault_ = std::move(other.fault_);
     world_ = std::move(other.world_);
+    trace_path_ = std::move(other.trace_path_);
     return *this;
   }
   Team(const Team&) = delete;
@@ -90,6 +99,27 @@ class Team {
   }
   const std::vector<int>& ring_order() const { return world_->ring_order(); }
 
+  // Writes every rank's flight record of the team's communicator as JSON (as Comm::dump_trace does),
+  // settled: between runs no rank is writing, so a failed run's calls read "failed". The records
+  // last until the next run starts. Not while running (use Comm::dump_trace from a rank then).
+  void dump_trace(const std::string& path) const {
+    refuse_if_running("dump_trace of");
+    std::ofstream file(path);
+    if (file) runtime::write_flight_record_json(file, world_->flight_records());
+    file.close();
+    if (!file) {
+      throw Error(ErrorCode::invalid_argument,
+                  chorus::detail::concat("chorus::host::Team::dump_trace: cannot write the flight record to '", path, "'"));
+    }
+  }
+
+  // Where the following runs write their step trace (Chrome trace-event JSON, docs/debugging.md);
+  // overrides CHORUS_TRACE. Empty: CHORUS_TRACE decides again. Not while running.
+  void set_trace_path(std::string path) {
+    refuse_if_running("set_trace_path");
+    trace_path_ = std::move(path);
+  }
+
   template <class Fn>
   void run(Fn&& fn) {
     if (!running_) throw Error(ErrorCode::invalid_argument, "chorus::host::Team::run: this team was moved from");
@@ -108,6 +138,10 @@ class Team {
     }
     fault_->reset();
     world_->reset();
+    const std::string trace_path = trace_path_.empty() ? env::trace_path() : trace_path_;
+    world_->set_trace(trace_path.empty() ? nullptr : std::make_shared<runtime::StepTrace>(size_));
+    log(LogLevel::info, "communicator ", world_->id(), ": team of ", size_, " ranks, flight recorder of ",
+        world_->recorder_calls(), " calls per rank", trace_path.empty() ? "" : ", step trace to ", trace_path);
 
     const auto n = static_cast<std::size_t>(size_);
     std::vector<std::exception_ptr> errors(n);
@@ -143,6 +177,7 @@ class Team {
                                                                  "of rank ", rank, " of ", size_, ": ", e.what()));
     }
     for (std::thread& thread : threads) thread.join();
+    if (!trace_path.empty()) write_trace(trace_path);
 
     // The rank that aborted the team holds the cause; others hold consequences.
     const int cause = fault_->cause();
@@ -159,6 +194,15 @@ class Team {
   }
 
  private:
+  // After the run (failed ones too: they are the interesting ones). A trace that cannot be written
+  // is a warning, not a reason to lose the run's own outcome.
+  void write_trace(const std::string& path) const {
+    std::ofstream file(path);
+    if (file) world_->trace()->write_chrome_json(file, chorus::detail::concat("chorus host team of ", size_, " ranks"));
+    file.close();
+    if (!file) log(LogLevel::warn, "chorus::host::Team::run: cannot write the step trace (CHORUS_TRACE) to '", path, "'");
+  }
+
   static int checked_size(int size) {
     if (size < 1 || size > kMaxSize) {
       throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::host::Team: size must be 1 to ",
@@ -178,6 +222,7 @@ class Team {
   std::unique_ptr<std::atomic<bool>> running_;
   std::shared_ptr<detail::Fault> fault_;
   std::shared_ptr<detail::SharedState> world_;
+  std::string trace_path_;
 };
 
 }  // namespace chorus::host

@@ -39,27 +39,45 @@ struct Tuning {
   }
 };
 
+// A pattern and why it was chosen (CHORUS_LOG=info prints the reason).
+struct PatternChoice {
+  algo::Pattern pattern;
+  const char* reason;
+};
+
 // The pattern Algorithm::automatic runs on a communicator of `ranks` in a team of `team_size`
 // threads. `bytes` is the size of the call's count (the per-rank block for reduce_scatter,
 // all_gather and all_to_all). Depends only on what every rank shares and on the machine, so all
 // ranks agree.
-inline algo::Pattern choose_pattern(algo::Collective collective, std::size_t bytes, int ranks, int team_size) {
+inline PatternChoice explain_pattern(algo::Collective collective, std::size_t bytes, int ranks, int team_size) {
   using algo::Collective;
   using algo::Pattern;
   const bool crowded = Tuning::crowded(team_size);
   switch (collective) {
     case Collective::all_reduce:
-      if (ranks == 1) return Pattern::ring;
-      if (bytes <= Tuning::kOneShotMaxBytesTimesPeers / static_cast<std::size_t>(ranks - 1)) return Pattern::one_shot;
-      return crowded ? Pattern::two_shot : Pattern::ring;
+      if (ranks == 1) return {Pattern::ring, "one rank: nothing to exchange"};
+      if (bytes <= Tuning::kOneShotMaxBytesTimesPeers / static_cast<std::size_t>(ranks - 1)) {
+        return {Pattern::one_shot, "small: (ranks-1) x bytes <= 64 KiB, one step beats the ring's 2(n-1)"};
+      }
+      return crowded ? PatternChoice{Pattern::two_shot, "large, more rank threads than cores: two steps beat 2(n-1)"}
+                     : PatternChoice{Pattern::ring, "large, a core per rank thread: the ring moves the fewest bytes"};
     case Collective::reduce_scatter:
     case Collective::all_gather:
-      return crowded || bytes <= Tuning::kDirectMaxBlockBytes ? Pattern::direct : Pattern::ring;
+      if (crowded) return {Pattern::direct, "more rank threads than cores: one step"};
+      return bytes <= Tuning::kDirectMaxBlockBytes ? PatternChoice{Pattern::direct, "block <= 256 KiB: one step"}
+                                                   : PatternChoice{Pattern::ring, "block > 256 KiB: the ring"};
     case Collective::broadcast:
-    case Collective::reduce: return bytes <= Tuning::kBinomialMaxBytes ? Pattern::binomial : Pattern::chain;
-    case Collective::all_to_all: return Pattern::pairwise;
+    case Collective::reduce:
+      return bytes <= Tuning::kBinomialMaxBytes
+                 ? PatternChoice{Pattern::binomial, "<= 1 MiB: the binomial tree's log2(n) rounds"}
+                 : PatternChoice{Pattern::chain, "> 1 MiB: the pipelined chain"};
+    case Collective::all_to_all: return {Pattern::pairwise, "the only all_to_all pattern"};
   }
-  return Pattern::ring;
+  return {Pattern::ring, "unknown collective"};
+}
+
+inline algo::Pattern choose_pattern(algo::Collective collective, std::size_t bytes, int ranks, int team_size) {
+  return explain_pattern(collective, bytes, ranks, team_size).pattern;
 }
 
 inline std::size_t slice_elements(std::size_t element_size) { return Tuning::kSliceBytes / element_size; }

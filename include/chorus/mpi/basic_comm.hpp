@@ -35,6 +35,8 @@
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/element_ops.hpp"
+#include "../runtime/flight_record_json.hpp"
+#include "../runtime/flight_recorder.hpp"
 #include "../runtime/validate.hpp"
 #include "check.hpp"
 #include "endpoint.hpp"
@@ -175,6 +177,18 @@ class BasicComm {
     rendezvous("barrier", call);
   }
 
+  // Writes this rank's flight record (its last CHORUS_TRACE_BUFFER calls on this communicator) as
+  // JSON, the format of host::Comm::dump_trace with one rank: each process holds only its own, so
+  // give each rank its own path. Throws chorus::Error when the file cannot be written.
+  void dump_trace(const std::string& path) const {
+    runtime::check_comm("dump_trace", state_ != nullptr);
+    const detail::Endpoint& e = state_->endpoint;
+    runtime::RankRecord mine;
+    mine.rank = e.rank();
+    mine.calls = e.recorder().snapshot();
+    runtime::dump_flight_record(path, {mine}, "dump_trace", e.name());
+  }
+
   // MPI_Comm_split, with the contract's null communicator for colour < 0. Collective.
   BasicComm split(int color, int key) {
     runtime::check_comm("split", state_ != nullptr);
@@ -216,17 +230,22 @@ class BasicComm {
   }
 
   // Runs a call's communication; a failure in it releases every peer before it propagates.
+  // The flight recorder's entry of a collective call (posted by Endpoint::begin) ends here too.
   template <class Fn>
   void guarded(Fn&& fn) {
+    runtime::FlightRecorder& recorder = state_->endpoint.recorder();
     try {
       fn();
     } catch (const Error& error) {
+      recorder.end(runtime::CallState::failed);
       state_->endpoint.fail(error);  // no-op once this rank knows of a failure (a release included)
       throw;
     } catch (const std::exception& error) {
+      recorder.end(runtime::CallState::failed);
       state_->endpoint.fail(Error(ErrorCode::internal, error.what()));
       throw;
     }
+    recorder.end(runtime::CallState::done);
   }
 
   std::size_t checked_message(const char* name, const void* data, std::size_t count, DataType type, int peer) {

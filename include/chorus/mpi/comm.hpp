@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "../algo/build.hpp"
 #include "../runtime/call_check.hpp"
@@ -44,8 +45,12 @@ class ScheduledCollectives {
     const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
                                    checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
     MessageTransport transport(endpoint);
+    const auto steps = static_cast<std::int32_t>(schedule.steps[static_cast<std::size_t>(endpoint.rank())].size());
+    endpoint.recorder().run(steps);
     runtime::interpret(endpoint.call(), endpoint.rank(), schedule, buffers,
-                       runtime::StepMath{checked.element_size, ops, call.op}, transport);
+                       runtime::StepMath{checked.element_size, ops, call.op}, transport,
+                       runtime::RecordSteps{endpoint.recorder()});
+    endpoint.recorder().at_step(steps, -1);  // finishing: waiting for the last acknowledgements
     transport.finish();
   }
 

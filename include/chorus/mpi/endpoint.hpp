@@ -21,6 +21,7 @@
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
+#include "../runtime/flight_recorder.hpp"
 #include "../runtime/wait.hpp"
 #include "call_memory.hpp"
 #include "check.hpp"
@@ -67,6 +68,8 @@ class Endpoint {
  public:
   // `family`: the fault channel of the communicator this one was split from (null: start a family).
   Endpoint(MPI_Comm comm, std::shared_ptr<FaultChannel> family, const char* call) : fault_(std::move(family)) {
+    const long calls = env::trace_buffer();  // first: a malformed knob throws before any MPI object exists
+    recorder_.set_capacity(calls >= 0 ? static_cast<std::size_t>(calls) : runtime::FlightRecorder::kDefaultCapacity);
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -120,6 +123,9 @@ class Endpoint {
   int data_tag() const { return static_cast<int>(sequence_ & 0x7fff); }
   const char* call() const { return call_; }
   CallMemory& memory() { return *memory_; }
+  // This rank's last calls (docs/debugging.md); only this process's rank: ranks do not share memory.
+  runtime::FlightRecorder& recorder() { return recorder_; }
+  const runtime::FlightRecorder& recorder() const { return recorder_; }
 
   // Starts a call that exchanges no descriptor (send, recv): fails now if the family has failed.
   void start(const char* call) {
@@ -141,6 +147,7 @@ class Endpoint {
     collective_ = true;
     ++sequence_;
     mine_ = descriptor;
+    recorder_.post(sequence_, descriptor);
     checked_ = size_ == 1;
     // With two ranks the neighbour check is already every rank's check: no vote.
     voted_ = evaluated_ = size_ <= 2;
@@ -317,6 +324,7 @@ class Endpoint {
   long timeout_ms_ = kDefaultTimeoutMs;
   const char* call_ = "";
   std::uint64_t sequence_ = 0;
+  runtime::FlightRecorder recorder_;
   runtime::CallDescriptor mine_;
   bool checked_ = true;
   bool collective_ = false;

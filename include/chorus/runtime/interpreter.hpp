@@ -14,6 +14,12 @@
 //   void before_write(std::size_t index, std::byte* dst, std::size_t bytes)
 //       wait until no send of this rank still in flight reads [dst, dst + bytes)
 //
+// An optional observer sees each step begin, its received data arrive, and the step end (flight
+// recorder, step trace); the default does nothing and compiles away:
+//   void begin(std::size_t index, const algo::Step& step, std::size_t bytes)
+//   void arrived(std::size_t index)               recv steps: the matching send's data is readable
+//   void end(std::size_t index, const algo::Step& step, std::size_t bytes)
+//
 // The shared-memory transport (host/shared_memory_transport.hpp) publishes pointers and lets the
 // receiver read the sender's memory; a message-passing transport copies at send or receive. Both
 // compute the same bits: the interpreter does all copying and combining itself, in step order.
@@ -74,15 +80,22 @@ struct StepMath {
   ReduceOp op = ReduceOp::sum;
 };
 
-template <class Transport>
+struct NoStepObserver {
+  void begin(std::size_t, const algo::Step&, std::size_t) {}
+  void arrived(std::size_t) {}
+  void end(std::size_t, const algo::Step&, std::size_t) {}
+};
+
+template <class Transport, class Observer = NoStepObserver>
 void interpret(const char* call, int rank, const algo::Schedule& schedule, Buffers caller, const StepMath& math,
-               Transport& transport) {
+               Transport& transport, Observer&& observer = Observer{}) {
   const std::size_t es = math.element_size;
   const SpanResolver at(call, rank, transport.attach(schedule, caller, es), es);
   const auto& steps = schedule.steps[static_cast<std::size_t>(rank)];
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const algo::Step& step = steps[i];
     const std::size_t bytes = step.count * es;
+    observer.begin(i, step, bytes);
     switch (step.op) {
       case algo::Op::send: transport.send(i, step, at.read(step.src, bytes), bytes); break;
       case algo::Op::recv_copy:
@@ -90,6 +103,7 @@ void interpret(const char* call, int rank, const algo::Schedule& schedule, Buffe
         std::byte* dst = at.write(step.dst, bytes);
         transport.before_write(i, dst, bytes);
         const std::byte* theirs = transport.receive(i, step, bytes);
+        observer.arrived(i);
         if (bytes > 0) {
           if (step.op == algo::Op::recv_copy) {
             std::memcpy(dst, theirs, bytes);
@@ -117,6 +131,7 @@ void interpret(const char* call, int rank, const algo::Schedule& schedule, Buffe
         break;
       }
     }
+    observer.end(i, step, bytes);
   }
 }
 

@@ -118,6 +118,14 @@ class ScheduleCache {
     if (const SchedulePtr* found = list_.find(key)) return **found;
     return *list_.insert(key, store.get(key));
   }
+  // The same, calling on_miss(schedule) when this rank did not hold it (e.g. to log the choice).
+  template <class OnMiss>
+  const algo::Schedule& get(const ScheduleKey& key, ScheduleStore& store, OnMiss&& on_miss) {
+    if (const SchedulePtr* found = list_.find(key)) return **found;
+    const algo::Schedule& built = *list_.insert(key, store.get(key));
+    on_miss(built);
+    return built;
+  }
 
   bool contains(const ScheduleKey& key) const { return list_.contains(key); }
   std::size_t size() const { return list_.size(); }
