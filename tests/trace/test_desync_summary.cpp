@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace test_desync_summary {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -121,3 +123,5 @@ TEST_CASE("a large team lists the interesting ranks and counts the rest", "[desy
   CHECK(chorus::runtime::desync_summary({}) ==
         "desync summary (flight recorders of 0 ranks):\n  nothing recorded (CHORUS_TRACE_BUFFER=0)");
 }
+
+}  // namespace test_desync_summary

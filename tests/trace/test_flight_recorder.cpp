@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_flight_recorder {
+
 namespace {
 
 using chorus::runtime::CallDescriptor;
@@ -150,3 +152,5 @@ TEST_CASE("snapshots taken while the owner writes hold whole records", "[flight_
   REQUIRE(last.size() == 1);
   CHECK(last.back().sequence == kCalls);
 }
+
+}  // namespace test_flight_recorder

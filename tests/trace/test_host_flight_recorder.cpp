@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_host_flight_recorder {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -281,3 +283,5 @@ TEST_CASE("CHORUS_TRACE_BUFFER sizes the recorder, 0 turns it off, and bad value
     CHECK_THROWS_AS(null.dump_trace(path), Error);
   }
 }
+
+}  // namespace test_host_flight_recorder

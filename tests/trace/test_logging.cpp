@@ -10,6 +10,8 @@
 #include <string>
 #include <unistd.h>
 
+namespace test_logging {
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -92,3 +94,5 @@ TEST_CASE("CHORUS_LOG=debug adds the schedule; warn says nothing of this", "[log
   const std::string quiet = captured_stderr([&] { harness::run(team, small_and_large); });
   CHECK(quiet.empty());
 }
+
+}  // namespace test_logging

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+namespace test_nvtx_range {
+
 namespace {
 
 using chorus::runtime::CallDescriptor;
@@ -58,3 +60,5 @@ TEST_CASE("an NvtxRange nests and pops on every path", "[nvtx]") {
   CHECK(CHORUS_HAS_NVTX == 0);
 #endif
 }
+
+}  // namespace test_nvtx_range

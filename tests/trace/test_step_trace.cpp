@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace test_step_trace {
+
 namespace {
 
 using chorus::Algorithm;
@@ -131,3 +133,5 @@ TEST_CASE("an unwritable CHORUS_TRACE path is a warning, not a failed run", "[tr
   Team team(2);
   CHECK_NOTHROW(harness::run(team, [](Comm& comm) { comm.barrier(); }));
 }
+
+}  // namespace test_step_trace
