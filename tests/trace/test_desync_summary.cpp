@@ -74,6 +74,20 @@ TEST_CASE("the first disagreement names the odd rank and the sequence number", "
                             "float32 sum ring: running, at step 1 of 4 (peer 0)"));
 }
 
+TEST_CASE("with no majority (1 against 1) nobody is blamed", "[desync]") {
+  const std::vector<RankRecord> ranks = {rank_with(0, {all_reduce(16), broadcast(8)}),
+                                         rank_with(1, {all_reduce(16), all_reduce(16)})};
+  const auto split = chorus::runtime::first_disagreement(ranks);
+  CHECK(split.sequence == 2);
+  CHECK(split.no_majority);
+  const std::string text = chorus::runtime::desync_summary(ranks);
+  INFO(text);
+  CHECK_THAT(text, Contains("first disagreement at call 2"));
+  CHECK_THAT(text, Contains("no majority at call 2: the records cannot tell which side"));
+  CHECK_FALSE(text.find("odd one out") != std::string::npos);
+  CHECK_FALSE(text.find("skipped call") != std::string::npos);
+}
+
 TEST_CASE("a skipped call is named once the others have made the call after it", "[desync]") {
   const std::vector<RankRecord> ranks = {rank_with(0, {all_reduce(16), broadcast(8), all_reduce(4)}),
                                          rank_with(1, {all_reduce(16), all_reduce(4)}),
@@ -85,8 +99,10 @@ TEST_CASE("a skipped call is named once the others have made the call after it",
 }
 
 TEST_CASE("an extra call is named as one", "[desync]") {
+  // Three ranks, so there is a majority (with two, either side could be the one in error).
   const std::vector<RankRecord> ranks = {rank_with(0, {all_reduce(16), all_reduce(4)}),
-                                         rank_with(1, {all_reduce(16), broadcast(8), all_reduce(4)})};
+                                         rank_with(1, {all_reduce(16), broadcast(8), all_reduce(4)}),
+                                         rank_with(2, {all_reduce(16), all_reduce(4)})};
   const std::string text = chorus::runtime::desync_summary(ranks);
   INFO(text);
   CHECK_THAT(text, Contains("first disagreement at call 2"));

@@ -52,6 +52,18 @@ inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes
   }
 }
 
+// Restores the caller's current device when a Team call returns (the Team switches devices as it goes).
+class CurrentDeviceGuard {
+ public:
+  CurrentDeviceGuard() { cudaGetDevice(&device_); }
+  ~CurrentDeviceGuard() { cudaSetDevice(device_); }
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  int device_ = 0;
+};
+
 class Team {
  public:
   static Team virtual_ranks(int device, int ranks, TeamOptions options = {}) {
@@ -97,6 +109,17 @@ class Team {
     if (!streams.empty() && streams.size() != 1 && streams.size() != n) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": streams must be empty, one, or one per rank, got ", streams.size()));
     }
+    // Virtual ranks run in one launch, so on one stream; ranks on different GPUs each need their own.
+    for (std::size_t r = 1; virtual_ && streams.size() == n && r < n; ++r) {
+      if (streams[r] != streams[0]) {
+        throw make_error(ErrorCode::invalid_argument, call, static_cast<int>(r),
+                         "virtual ranks run in one launch: give one stream (or the same for every rank)");
+      }
+    }
+    if (!virtual_ && n > 1 && streams.size() == 1) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks on ", n,
+                                                               " GPUs need one stream each (a stream belongs to one device)"));
+    }
     if (!takes_part.empty() && takes_part.size() != n) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": takes_part must be empty or one per rank, got ", takes_part.size()));
     }
@@ -114,6 +137,14 @@ class Team {
     }
     const auto stream_of = [&](std::size_t r) { return streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : r]; };
     const auto kernel = &all_reduce_kernel<T>;
+    const CurrentDeviceGuard keep_device;
+    // Once one rank's kernel is launched, a failure to launch another leaves signals half-written: the team
+    // can no longer be trusted, so it refuses further calls.
+    struct BreakUnlessDone {
+      bool& broken;
+      bool done = false;
+      ~BreakUnlessDone() { if (!done) broken = true; }
+    } break_unless_done{broken_};
     for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
       launch_streams_[first] = stream_of(first);
       const int device = devices_[first];
@@ -128,6 +159,7 @@ class Team {
                                              args, 0, stream_of(first)),
                  call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
     }
+    break_unless_done.done = true;
     launched_ = algorithm;
   }
 
@@ -135,12 +167,15 @@ class Team {
   // own waits by CHORUS_TIMEOUT_MS), then turns the first timeout record into chorus::Error.
   void synchronize() {
     const auto limit = std::chrono::steady_clock::now() + 2 * std::chrono::milliseconds(env::timeout_ms()) + std::chrono::seconds(5);
+    const CurrentDeviceGuard keep_device;
     for (std::size_t r = 0; r < devices_.size(); r += ranks_per_launch()) {
       check_cuda(cudaSetDevice(devices_[r]), "cuda::Team::synchronize", static_cast<int>(r), "cudaSetDevice");
       cudaEvent_t done;
       check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventCreate");
       // On the stream of the last launch: an event on the legacy stream would not wait for non-blocking streams.
-      check_cuda(cudaEventRecord(done, launch_streams_[r]), "cuda::Team::synchronize", static_cast<int>(r), "cudaEventRecord");
+      const cudaError_t recorded = cudaEventRecord(done, launch_streams_[r]);
+      if (recorded != cudaSuccess) cudaEventDestroy(done);
+      check_cuda(recorded, "cuda::Team::synchronize", static_cast<int>(r), "cudaEventRecord");
       cudaError_t status;
       while ((status = cudaEventQuery(done)) == cudaErrorNotReady) {
         if (std::chrono::steady_clock::now() > limit) {
@@ -152,6 +187,7 @@ class Team {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
       cudaEventDestroy(done);
+      if (status != cudaSuccess) broken_ = true;
       check_cuda(status, "cuda::Team::synchronize", static_cast<int>(r), "cudaEventQuery");
     }
     for (std::size_t r = 0; r < devices_.size(); ++r) {
@@ -159,7 +195,7 @@ class Team {
       if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
       broken_ = true;
       throw make_error(ErrorCode::timeout, "cuda::Team::all_reduce", record.rank, kernel::to_string(launched_), " block ",
-                       record.block, " waited ", env::timeout_ms(), " ms for rank ", record.peer, " (", record.what,
+                       record.block, " waited ", env::timeout_ms(), " ms for rank ", record.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(record.wait)),
                        ", step ", record.step, "): expected ", record.expected, ", saw ", record.seen);
     }
   }
@@ -171,13 +207,25 @@ class Team {
     if (n < 1 || n > kernel::kMaxRanks) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks must be 1..", kernel::kMaxRanks, ", got ", n));
     }
-    if (options_.fifo_depth < 2) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": fifo_depth must be at least 2, got ", options_.fifo_depth));
+    if (options_.fifo_depth < 2 || options_.fifo_slot_bytes < kernel::kPackBytes) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs at least 2 slots of 16 bytes, got ",
+                                                               options_.fifo_depth, " of ", options_.fifo_slot_bytes));
+    }
+    // Two ranks on one GPU in separate launches could each wait for the other's kernel to start: use
+    // virtual_ranks for that.
+    for (std::size_t i = 0; !virtual_ && i < devices_.size(); ++i) {
+      for (std::size_t j = i + 1; j < devices_.size(); ++j) {
+        if (devices_[i] == devices_[j]) {
+          throw make_error(ErrorCode::invalid_argument, call, static_cast<int>(j), "device ", devices_[j],
+                           " is also rank ", i, "'s; for several ranks on one GPU use Team::virtual_ranks");
+        }
+      }
     }
     if (options_.threads < 32 || options_.threads > 1024 || options_.blocks < 1 || options_.blocks > kernel::kMaxBlocks) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": threads must be 32..1024 and blocks 1..",
                                                                kernel::kMaxBlocks, ", got ", options_.threads, " and ", options_.blocks));
     }
+    const CurrentDeviceGuard keep_device;
     try {
       setup(call);
     } catch (...) {
@@ -206,9 +254,13 @@ class Team {
       check_cuda(cudaSetDevice(device), call, r, "cudaSetDevice");
       int sms = 0, per_sm = 0;
       check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call, r, "cudaDeviceGetAttribute");
-      for (const void* kernel : {reinterpret_cast<const void*>(&all_reduce_kernel<double>),
-                                 reinterpret_cast<const void*>(&all_reduce_kernel<half>),
-                                 reinterpret_cast<const void*>(&all_reduce_kernel<float>)}) {
+      // Every element type's kernel, since register use (and so occupancy) may differ between them.
+      for (const void* kernel :
+           {reinterpret_cast<const void*>(&all_reduce_kernel<std::int8_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint8_t>),
+            reinterpret_cast<const void*>(&all_reduce_kernel<std::int32_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint32_t>),
+            reinterpret_cast<const void*>(&all_reduce_kernel<std::int64_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint64_t>),
+            reinterpret_cast<const void*>(&all_reduce_kernel<half>), reinterpret_cast<const void*>(&all_reduce_kernel<bfloat16>),
+            reinterpret_cast<const void*>(&all_reduce_kernel<float>), reinterpret_cast<const void*>(&all_reduce_kernel<double>)}) {
         check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, r,
                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         blocks_ = std::min(blocks_, per_sm * sms / ranks_per_launch());
@@ -295,6 +347,7 @@ class Team {
   }
 
   void release() noexcept {
+    const CurrentDeviceGuard keep_device;
     for (std::size_t i = 0; i < scratch_.size(); ++i) {
       cudaSetDevice(devices_[i]);
       if (scratch_[i]) cudaFree(scratch_[i]);

@@ -215,7 +215,12 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args, const run
     hook.finishing();
     transport.finish();
   } catch (const std::exception& e) {
-    hook.end(runtime::CallState::failed);
+    // Recording must not stop the withdrawal (it can throw bad_alloc with tracing on): the peers must be
+    // released before the caller frees its buffers.
+    try {
+      hook.end(runtime::CallState::failed);
+    } catch (...) {
+    }
     transport.withdraw(e.what());  // the caller may free its buffers once this returns
     throw;
   }

@@ -58,13 +58,18 @@ struct Disagreement {
   std::uint64_t sequence = 0;
   std::vector<int> majority;
   std::vector<int> others;
+  bool no_majority = false;  // the largest group is not unique (e.g. 1 against 1): nobody can be blamed
 };
 
 inline Disagreement first_disagreement(const std::vector<RankRecord>& ranks) {
   std::uint64_t last = 0;
-  for (const RankRecord& rank : ranks) last = std::max(last, detail::reached(rank));
+  std::uint64_t first = 0;  // the oldest call every record still holds: earlier ones cannot be compared
+  for (const RankRecord& rank : ranks) {
+    last = std::max(last, detail::reached(rank));
+    if (!rank.calls.empty()) first = std::max(first, rank.calls.front().sequence);
+  }
   Disagreement result;
-  for (std::uint64_t s = 1; s <= last; ++s) {
+  for (std::uint64_t s = std::max<std::uint64_t>(first, 1); s <= last; ++s) {
     // Group the ranks that recorded call s by what they called; the largest group is the majority.
     std::vector<std::vector<int>> groups;
     std::vector<const CallRecord*> heads;
@@ -85,6 +90,9 @@ inline Disagreement first_disagreement(const std::vector<RankRecord>& ranks) {
       if (groups[g].size() > groups[biggest].size()) biggest = g;
     }
     result.sequence = s;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (g != biggest && groups[g].size() == groups[biggest].size()) result.no_majority = true;
+    }
     result.majority = groups[biggest];
     for (std::size_t g = 0; g < groups.size(); ++g) {
       if (g != biggest) result.others.insert(result.others.end(), groups[g].begin(), groups[g].end());
@@ -121,10 +129,18 @@ inline std::string desync_summary(const std::vector<RankRecord>& ranks) {
       const CallRecord* theirs = detail::find_call(by_rank(r), split.sequence);
       text += concat("; rank ", r, " called ", describe(theirs->call));
     }
+    if (split.no_majority) {
+      text += concat("\n  no majority at call ", split.sequence,
+                     ": the records cannot tell which side skipped, added or reordered a call");
+    }
     // A rank that skipped a call makes, at s, the call the others make at s + 1; one with an extra
     // call makes at s + 1 the call the others make at s.
     const CallRecord* next = detail::find_call(by_rank(split.majority.front()), split.sequence + 1);
     for (int r : split.others) {
+      if (split.no_majority) {
+        notable.push_back(r);
+        continue;
+      }
       const CallRecord* theirs = detail::find_call(by_rank(r), split.sequence);
       const CallRecord* their_next = detail::find_call(by_rank(r), split.sequence + 1);
       if (next != nullptr && detail::same_call(theirs->call, next->call)) {

@@ -75,9 +75,11 @@ namespace detail {
 
 // Microseconds, exact to the nanosecond, so a slice nested in another stays nested after printing.
 inline std::string trace_us(std::int64_t ns) {
+  const bool negative = ns < 0;  // a JSON number has one sign in front, never one per part
+  if (negative) ns = -ns;
   const std::int64_t whole = ns / 1000;
   const std::int64_t frac = ns % 1000;
-  std::string text = chorus::detail::concat(whole, ".");
+  std::string text = chorus::detail::concat(negative ? "-" : "", whole, ".");
   if (frac < 100) text += '0';
   if (frac < 10) text += '0';
   return text + std::to_string(frac);
@@ -106,7 +108,8 @@ inline void StepTrace::write_chrome_json(std::ostream& out, const std::string& p
   std::map<SendKey, bool> received;
   for (const RankTrace& log : ranks_) {
     for (const TraceEvent& e : log.events) {
-      if (!e.is_call && algo::is_recv(e.op)) received[SendKey{e.comm, e.sequence, e.peer, e.match}] = true;
+      // Only receives whose data arrived: one that failed while waiting has no arrival to point at.
+      if (!e.is_call && algo::is_recv(e.op) && e.ready_ns != 0) received[SendKey{e.comm, e.sequence, e.peer, e.match}] = true;
     }
   }
   out << "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
@@ -147,7 +150,7 @@ inline void StepTrace::write_chrome_json(std::ostream& out, const std::string& p
   // Receives after every send has its id (a receive's track may come before its sender's).
   for (std::size_t t = 0; t < ranks_.size(); ++t) {
     for (const TraceEvent& e : ranks_[t].events) {
-      if (e.is_call || !algo::is_recv(e.op)) continue;
+      if (e.is_call || !algo::is_recv(e.op) || e.ready_ns == 0) continue;
       const auto found = flow_of_send.find(SendKey{e.comm, e.sequence, e.peer, e.match});
       if (found == flow_of_send.end()) continue;
       out << ",\n{\"pid\": 0, \"tid\": " << t << ", \"ph\": \"f\", \"bp\": \"e\", \"cat\": \"message\", "

@@ -16,7 +16,7 @@ namespace chorus::cuda::kernel {
 CHORUS_HOST_DEVICE_TEMPLATE
 template <class Block>
 CHORUS_HOST_DEVICE inline void record_timeout(const Block& block, const RankView& view, int peer, std::uint32_t step,
-                                              std::uint32_t expected, std::uint32_t seen, const char* what) {
+                                              std::uint32_t expected, std::uint32_t seen, WaitKind what) {
   TimeoutRecord* record = view.timeout;
   if (record == nullptr || !block.claim(&record->claimed)) return;
   record->rank = view.rank;
@@ -25,7 +25,7 @@ CHORUS_HOST_DEVICE inline void record_timeout(const Block& block, const RankView
   record->step = step;
   record->expected = expected;
   record->seen = seen;
-  record->what = what;
+  record->wait = static_cast<std::uint32_t>(what);
   block.store_release(&record->timed_out, 1u);
 }
 
@@ -34,7 +34,7 @@ CHORUS_HOST_DEVICE_TEMPLATE
 template <class Block>
 CHORUS_HOST_DEVICE inline bool wait_until_reached(const Block& block, const RankView& view, const std::uint32_t* flag,
                                                   std::uint32_t target, int peer, std::uint32_t step,
-                                                  const char* what) {
+                                                  WaitKind what) {
   block.delay(view, step);
   for (;;) {
     const std::uint32_t seen = block.load_acquire(flag);
@@ -67,7 +67,7 @@ CHORUS_HOST_DEVICE inline bool flag_barrier(const Block& block, const RankView& 
   bool ok = true;
   for (int peer = block.lane(); peer < view.nranks && ok; peer += block.lanes()) {
     ok = wait_until_reached(block, view, use_start ? &own->start[b][peer] : &own->end[b][peer], counter, peer,
-                            counter, use_start ? "barrier (start slots)" : "barrier (end slots)");
+                            counter, use_start ? WaitKind::barrier_start : WaitKind::barrier_end);
   }
   return !block.sync_or(!ok);
 }

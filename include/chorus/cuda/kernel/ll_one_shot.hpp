@@ -70,7 +70,7 @@ CHORUS_HOST_DEVICE inline bool ll_one_shot_all_reduce(const Block& block, const 
           std::uint64_t line = block.load_line(slot);
           while (ll_flag(line) != flag) {
             if (block.expired()) {
-              record_timeout(block, view, source, static_cast<std::uint32_t>(u), flag, ll_flag(line), "LL line");
+              record_timeout(block, view, source, static_cast<std::uint32_t>(u), flag, ll_flag(line), WaitKind::ll_line);
               ok = false;
               break;
             }

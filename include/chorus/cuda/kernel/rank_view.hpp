@@ -48,8 +48,22 @@ struct TimeoutRecord {
   std::uint32_t step;
   std::uint32_t expected;
   std::uint32_t seen;
-  const char* what;  // a string literal naming the wait
+  std::uint32_t wait;  // a WaitKind: a code, not a string, since a device string's address means nothing on the host
 };
+
+// Which wait gave up, for the host's message.
+enum class WaitKind : std::uint32_t { barrier_start, barrier_end, ll_line, fifo_filled, fifo_free };
+
+inline const char* to_string(WaitKind kind) {
+  switch (kind) {
+    case WaitKind::barrier_start: return "barrier (start slots)";
+    case WaitKind::barrier_end: return "barrier (end slots)";
+    case WaitKind::ll_line: return "LL line";
+    case WaitKind::fifo_filled: return "Simple FIFO: slot from the previous rank";
+    case WaitKind::fifo_free: return "Simple FIFO: free slot at the next rank";
+  }
+  return "unknown wait";
+}
 
 // Each protocol family owns its own region of a rank's scratch: stale data of one family must never be
 // read as another's (flashinfer: "wrong output, not a hang").

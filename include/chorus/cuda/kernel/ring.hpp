@@ -52,7 +52,7 @@ CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo
     const Signals* own = fifo.view.signals[fifo.view.rank];
     if (incoming) {
       ok = wait_until_reached(block, fifo.view, &own->fifo_head[fifo.block], fifo.received + 1, fifo.view.ring_prev, step,
-                              "Simple FIFO: slot from the previous rank");
+                              WaitKind::fifo_filled);
     }
     // Slot `sent` is free once `sent - depth` has been consumed. No special case for the first `depth`
     // sends: the target is then "negative" and the fresh tail has reached it; a `sent >= depth` test
@@ -60,7 +60,7 @@ CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo
     if (ok && outgoing) {
       ok = wait_until_reached(block, fifo.view, &own->fifo_tail[fifo.block],
                               fifo.sent + 1 - static_cast<std::uint32_t>(fifo.view.layout.fifo_depth), fifo.view.ring_next,
-                              step, "Simple FIFO: free slot at the next rank");
+                              step, WaitKind::fifo_free);
     }
   }
   return !block.sync_or(!ok);

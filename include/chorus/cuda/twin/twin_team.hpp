@@ -102,7 +102,7 @@ class Team {
       const kernel::TimeoutRecord seen = record;
       broken_ = true;
       throw make_error(ErrorCode::timeout, "cuda::twin::Team::all_reduce", seen.rank, kernel::to_string(algorithm),
-                       " block ", seen.block, " waited ", timeout.count(), " ms for rank ", seen.peer, " (", seen.what,
+                       " block ", seen.block, " waited ", timeout.count(), " ms for rank ", seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)),
                        ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
     }
   }
