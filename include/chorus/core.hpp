@@ -3,6 +3,7 @@
 
 #include "core/algorithm.hpp"
 #include "core/bfloat16.hpp"
+#include "core/bus_bandwidth.hpp"
 #include "core/collective.hpp"
 #include "core/communicator.hpp"
 #include "core/config.hpp"

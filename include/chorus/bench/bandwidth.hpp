@@ -12,31 +12,21 @@
 //   broadcast        S / size                  count * size         1
 //   reduce           S / size                  count * size         1
 //
-// algbw = bytes / time with GB = 1e9. busbw = algbw * factor: the rate each rank's link would
-// have to sustain if the algorithm were optimal, e.g. all_reduce moves every element 2(n-1) times
-// over n links, so busbw compares against the hardware peak for any n. With n = 1 the factors
-// of 2(n-1)/n and (n-1)/n are 0 (nothing crosses a link), as in nccl-tests.
+// algbw = bytes / time, busbw = algbw * factor: core/bus_bandwidth.hpp.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 
+#include "../core/bus_bandwidth.hpp"
 #include "../core/collective.hpp"
 
 namespace chorus::bench {
 
-inline double bus_factor(Collective collective, int ranks) {
-  const double n = ranks;
-  switch (collective) {
-    case Collective::all_reduce: return 2.0 * (n - 1.0) / n;
-    case Collective::reduce_scatter:
-    case Collective::all_gather:
-    case Collective::all_to_all: return (n - 1.0) / n;
-    case Collective::broadcast:
-    case Collective::reduce: return 1.0;
-  }
-  return 1.0;
-}
+// The formulas themselves are core vocabulary (the cost model reports them too).
+using chorus::algbw_gbps;
+using chorus::bus_factor;
+using chorus::busbw_gbps;
 
 // Whether the collective's count is per rank (the sweep's bytes are split n ways): true when
 // either buffer holds ranks * count elements.
@@ -65,16 +55,6 @@ inline Shape shape_of(Collective collective, std::size_t sweep_bytes, std::size_
   shape.output_count = recv_count(collective, shape.count, ranks);
   shape.bytes = std::max(shape.input_count, shape.output_count) * element_size;
   return shape;
-}
-
-// GB/s with GB = 1e9. A zero or negative time (a 0-byte row timed below the clock's
-// resolution) reports 0 rather than infinity.
-inline double algbw_gbps(std::size_t bytes, double seconds) {
-  return seconds > 0.0 ? static_cast<double>(bytes) / 1.0e9 / seconds : 0.0;
-}
-
-inline double busbw_gbps(Collective collective, int ranks, std::size_t bytes, double seconds) {
-  return algbw_gbps(bytes, seconds) * bus_factor(collective, ranks);
 }
 
 }  // namespace chorus::bench

@@ -1,6 +1,6 @@
 // The model's answer for one call: build the schedule the algorithm would run, replay it on a
 // fabric (simulate.hpp), and report time, algbw and busbw the way chorus-bench and nccl-tests
-// measure them (bench/bandwidth.hpp), so a prediction can stand in the table beside a measurement.
+// measure them (core/bus_bandwidth.hpp), so a prediction can stand in the table beside a measurement.
 #pragma once
 
 #include <cstddef>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../algo/build.hpp"
-#include "../bench/bandwidth.hpp"
 #include "../core/algorithm.hpp"
+#include "../core/bus_bandwidth.hpp"
 #include "../core/collective.hpp"
 #include "../core/error.hpp"
 #include "fabric.hpp"
@@ -37,7 +37,7 @@ struct PredictOptions {
   int root = 0;                 // broadcast and reduce
 };
 
-// The bytes algbw divides by: the larger of the send and receive buffers (bench::shape_of).
+// The bytes algbw divides by: the larger of the send and receive buffers (as bench::shape_of counts them).
 inline std::size_t call_bytes(Collective collective, std::size_t count, std::size_t element_size, int ranks) {
   const std::size_t in = send_count(collective, count, ranks);
   const std::size_t out = recv_count(collective, count, ranks);
@@ -91,8 +91,8 @@ inline Prediction predict(const Fabric& fabric, Collective collective, Algorithm
   }
   const std::size_t bytes = call_bytes(collective, count, element_size, n);
   const double seconds = best.time_us * 1.0e-6;
-  best.algbw_GBps = bench::algbw_gbps(bytes, seconds);
-  best.busbw_GBps = bench::busbw_gbps(collective, n, bytes, seconds);
+  best.algbw_GBps = algbw_gbps(bytes, seconds);
+  best.busbw_GBps = busbw_gbps(collective, n, bytes, seconds);
   return best;
 }
 
