@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "support/sanitizers.hpp"
+
 #include <chorus/topo/ring_search.hpp>
 
 #include <algorithm>
@@ -258,8 +260,10 @@ void require_rings_are_permutations(const RingPlan& plan, int gpus) {
 
 // Issue 7, item 10: an unbounded 2-opt took 38 s on 800 GPUs and did not finish on 4000. Speed is
 // measured by hand (docs/topology.md), not timed here; this only has to finish and be a ring.
+// Under the sanitizers 1024 GPUs: the 16M paths of 4096 (two allocations each) take 80 s there, and
+// the budget is spent at 1024 too, so the same code paths run.
 TEST_CASE("ring search completes on 4096 PCIe GPUs with a valid ring per channel", "[topo][ring][large]") {
-  const int gpus = 4096;
+  const int gpus = chorus::test::kSanitized ? 1024 : 4096;
   const Topology topo = fixtures::pcie_farm(gpus);
   const PathMatrix paths(topo);
   REQUIRE(paths.gpu_count() == gpus);
