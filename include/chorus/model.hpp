@@ -3,6 +3,7 @@
 // units, the alpha-beta fit behind host calibration, and the tuner. CPU tier: no CUDA needed.
 #pragma once
 
+#include "model/automatic.hpp"
 #include "model/calibration.hpp"
 #include "model/fabric.hpp"
 #include "model/gpu_fabric.hpp"

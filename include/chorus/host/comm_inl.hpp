@@ -128,6 +128,7 @@ CHORUS_FUNC Comm Comm::split(int color, int key) {
                                                        state_->recorder_calls());
     child->set_ring_order(detail::ring_order_of_members(state_->ring_order(), members, n));
     child->set_trace(state_->trace_ptr());
+    child->set_automatic(state_->automatic());
     if (env::log_level() >= LogLevel::info) {
       std::string listed;
       for (int r : team_ranks) listed += chorus::detail::concat(listed.empty() ? "" : " ", r);
@@ -189,9 +190,11 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args, const run
   runtime::CallDescriptor& call = checked.descriptor;
   const std::size_t bytes = args.count * checked.element_size;
   const detail::PatternChoice choice =
-      args.algorithm != Algorithm::automatic
-          ? detail::PatternChoice{algo::pattern_for(args.algorithm), "asked for by the caller"}
-          : detail::explain_pattern(args.collective, bytes, n, state_->team_size());
+      args.algorithm != Algorithm::automatic ? detail::PatternChoice{algo::pattern_for(args.algorithm), "asked for by the caller"}
+      : state_->automatic() ? detail::PatternChoice{detail::ask_automatic(*state_->automatic(), args, checked.element_size,
+                                                                          n, state_->name(rank_)),
+                                                    "the team's automatic function (Team::set_automatic) chose it"}
+                            : detail::explain_pattern(args.collective, bytes, n, state_->team_size());
   call.pattern = choice.pattern;
   const algo::Schedule& schedule = me_->schedules.get(
       runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules(),

@@ -23,6 +23,7 @@
 #include "channel.hpp"
 #include "fault.hpp"
 #include "scratch_buffer.hpp"
+#include "tuning.hpp"
 #include "../runtime/wait.hpp"
 
 namespace chorus::host::detail {
@@ -174,6 +175,10 @@ class SharedState {
   // communicator inherits its parent's order restricted to its members (ring_order_of_members).
   const std::vector<int>& ring_order() const { return schedules_.ring_order(); }
   void set_ring_order(std::vector<int> order) { schedules_.set_ring_order(std::move(order)); }
+  // Who resolves Algorithm::automatic: null = the thresholds of tuning.hpp (Team::set_automatic);
+  // split communicators share their parent's.
+  const std::shared_ptr<const AutomaticChoice>& automatic() const { return automatic_; }
+  void set_automatic(std::shared_ptr<const AutomaticChoice> choice) { automatic_ = std::move(choice); }
 
   // Called by a rank leaving a call with an exception (`reason`): make sure the team is aborted
   // (so no peer starts reading this rank's memory), then wait out reads in progress. Reads are
@@ -252,6 +257,7 @@ class SharedState {
   mutable std::once_flag channels_once_;
   mutable std::unique_ptr<Channel[]> channels_;
   mutable runtime::ScheduleStore schedules_;
+  std::shared_ptr<const AutomaticChoice> automatic_;
   int yields_;
   std::chrono::microseconds max_sleep_;
 };

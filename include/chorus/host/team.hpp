@@ -99,6 +99,18 @@ class Team {
   }
   const std::vector<int>& ring_order() const { return world_->ring_order(); }
 
+  // Who resolves Algorithm::automatic in the following runs, for the team's communicator and every
+  // one split from it: `choose(collective, count, element size, ranks)`, e.g. a
+  // model::AutomaticTuner over this machine's calibration (docs/cost-model.md, "Tuning"). It is
+  // called on every rank thread at once, so it must be safe to call concurrently and answer every
+  // rank alike; an answer that is `automatic` or not an algorithm of the collective fails the call
+  // with invalid_argument. An empty function restores the measured thresholds (host/tuning.hpp).
+  // Not while running.
+  void set_automatic(AutomaticChoice choose) {
+    refuse_if_running("set_automatic");
+    world_->set_automatic(choose ? std::make_shared<const AutomaticChoice>(std::move(choose)) : nullptr);
+  }
+
   // Writes every rank's flight record of the team's communicator as JSON (as Comm::dump_trace does),
   // settled: between runs no rank is writing, so a failed run's calls read "failed". The records
   // last until the next run starts. Not while running (use Comm::dump_trace from a rank then).

@@ -19,10 +19,24 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <thread>
 
 #include "../algo/build.hpp"
 #include "../core/algorithm.hpp"
+#include "../core/collective.hpp"
+#include "../core/error.hpp"
+#include "../runtime/call_check.hpp"
+
+namespace chorus::host {
+
+// Algorithm::automatic decided by a function instead of the measured thresholds below
+// (Team::set_automatic), e.g. a model::AutomaticTuner over a calibrated fabric. Called on every
+// rank for every automatic call with the call's count, element size and the communicator's size;
+// it must answer every rank alike and never `automatic`.
+using AutomaticChoice = std::function<Algorithm(Collective, std::size_t count, std::size_t element_size, int ranks)>;
+
+}  // namespace chorus::host
 
 namespace chorus::host::detail {
 
@@ -78,6 +92,19 @@ inline PatternChoice explain_pattern(algo::Collective collective, std::size_t by
 
 inline algo::Pattern choose_pattern(algo::Collective collective, std::size_t bytes, int ranks, int team_size) {
   return explain_pattern(collective, bytes, ranks, team_size).pattern;
+}
+
+// The pattern a Team::set_automatic function picks for a call, refusing an answer no schedule has.
+inline algo::Pattern ask_automatic(const AutomaticChoice& choose, const runtime::CollectiveArgs& args,
+                                   std::size_t element_size, int ranks, const RankName& rank) {
+  const Algorithm algorithm = choose(args.collective, args.count, element_size, ranks);
+  if (algorithm == Algorithm::automatic || !supports(args.collective, algorithm)) {
+    throw make_error(ErrorCode::invalid_argument, traits(args.collective).name, rank,
+                     "the team's automatic function (Team::set_automatic) answered ", to_string(algorithm),
+                     ", which is not an algorithm of ", to_string(args.collective), " (choose from ",
+                     algorithm_choices(args.collective), ")");
+  }
+  return algo::pattern_for(algorithm);
 }
 
 inline std::size_t slice_elements(std::size_t element_size) { return Tuning::kSliceBytes / element_size; }
