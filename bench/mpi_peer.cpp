@@ -106,27 +106,37 @@ struct Measured {
   std::uint64_t wrong = 0;  // this rank's mismatching elements
 };
 
-// send/recv: where the call reads and writes (send nullptr: in place); output: where the result is
-// checked; memory: everything a correct call may overwrite, poisoned before each check.
+// Where one placement's pointers lie: the call reads `send` (nullptr: MPI_IN_PLACE) and writes
+// `recv`; the input pattern goes to `input`, the result is checked at `output`, and `memory` is
+// everything a correct call may overwrite, poisoned before each check.
 template <class T>
-Measured measure(const Config& config, const bench::Check<T>& check, int rank, T* send, T* recv, T* input, T* output,
-                 T* memory, std::size_t memory_count, std::size_t count) {
+struct Placement {
+  T* send;
+  T* recv;
+  T* input;
+  T* output;
+  T* memory;
+  std::size_t memory_count;
+};
+
+template <class T>
+Measured measure(const Config& config, const bench::Check<T>& check, int rank, Placement<T> at, std::size_t count) {
   const MPI_Datatype type = chorus::mpi::detail::to_mpi(chorus::data_type_v<T>);
   const MPI_Op op = chorus::mpi::detail::to_mpi(config.ops.front(), chorus::data_type_v<T>);
   const int n = static_cast<int>(count);
-  const auto call = [&] { call_mpi(config, send, recv, n, type, op, rank, count * sizeof(T)); };
+  const auto call = [&] { call_mpi(config, at.send, at.recv, n, type, op, rank, count * sizeof(T)); };
   Measured out;
-  check.fill_input(rank, input);
+  check.fill_input(rank, at.input);
   World world;
   out.seconds = bench::seconds_per_call(world, config.warmup, config.iters, call);
   for (int i = 0; i < config.check_iters; ++i) {
-    poison(memory, memory_count);
-    check.fill_input(rank, input);
+    poison(at.memory, at.memory_count);
+    check.fill_input(rank, at.input);
     call();
     if (rank == config.corrupt_rank && check.checks(rank) && check.output_count() > 0) {
-      reinterpret_cast<unsigned char*>(output)[0] ^= 1;
+      reinterpret_cast<unsigned char*>(at.output)[0] ^= 1;
     }
-    out.wrong += check.count_wrong(rank, output);
+    out.wrong += check.count_wrong(rank, at.output);
   }
   return out;
 }
@@ -157,16 +167,16 @@ bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_
   row.root = chorus::traits(config.collective).rooted ? config.root : -1;
   {
     std::vector<T> send(shape.input_count), recv(shape.output_count);
-    const Measured m = measure(config, check, rank, send.data(), recv.data(), send.data(), recv.data(), recv.data(),
-                               recv.size(), shape.count);
-    row.out_of_place = combine(config, ranks, shape.bytes, m);
-  }
+    const Placement<T> apart{send.data(), recv.data(), send.data(), recv.data(), recv.data(), recv.size()};
+    row.out_of_place = combine(config, ranks, shape.bytes, measure(config, check, rank, apart, shape.count));
+  }  // freed first: peak memory stays at two buffers per rank, as in chorus-bench
   const chorus::InPlaceBuffer layout = chorus::in_place_buffer(config.collective, rank, ranks, shape.count);
   std::vector<T> buffer(layout.buffer_count);
-  T* const input = buffer.data() + layout.send_offset;
+  // MPI's in-place reduce_scatter leaves the result at the start of the buffer, not at the rank's block.
   T* const output = config.collective == Collective::reduce_scatter ? buffer.data() : buffer.data() + layout.recv_offset;
-  const Measured m = measure<T>(config, check, rank, nullptr, buffer.data(), input, output, buffer.data(), buffer.size(),
-                                shape.count);
+  const Placement<T> shared{nullptr, buffer.data(), buffer.data() + layout.send_offset, output, buffer.data(),
+                            buffer.size()};
+  const Measured m = measure(config, check, rank, shared, shape.count);
   row.in_place = combine(config, ranks, shape.bytes, m);
   return row;
 }
