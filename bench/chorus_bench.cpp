@@ -36,6 +36,7 @@
 #include <chorus/model/predict.hpp>
 
 #include "bench_backends.hpp"
+#include "bench_json.hpp"
 #include "bench_outputs.hpp"
 #include "busbw_svg.hpp"
 #include "host_calibration.hpp"
@@ -199,46 +200,14 @@ void print_preamble(const Config& config, const std::string& backend, int ranks,
   std::fflush(stdout);
 }
 
-nlohmann::json to_json(const bench::Result& result) {
-  nlohmann::json j{{"time_us", result.seconds * 1e6}, {"algbw_gbps", result.algbw}, {"busbw_gbps", result.busbw}};
-  j["wrong"] = result.wrong ? nlohmann::json(*result.wrong) : nlohmann::json(nullptr);
-  return j;
-}
-
-using Predictions = std::vector<std::optional<chorus::model::Prediction>>;
+using Predictions = bench_json::Predictions;
 
 void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows,
                 const Predictions& predicted) {
-  nlohmann::json doc;
-  doc["tool"] = "chorus-bench";
-  doc["version"] = CHORUS_VERSION;
-  doc["backend"] = backend;
-  doc["collective"] = chorus::to_string(config.collective);
-  doc["algorithm"] = chorus::to_string(config.algorithm);
-  doc["ranks"] = ranks;
-  doc["iters"] = config.iters;
-  doc["warmup"] = config.warmup;
-  doc["check_iters"] = config.check_iters;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const bench::Row& row = rows[i];
-    doc["rows"].push_back({{"size", row.bytes},
-                           {"count", row.elements},
-                           {"type", row.type},
-                           {"redop", row.redop},
-                           {"root", row.root},
-                           {"out_of_place", to_json(row.out_of_place)},
-                           {"in_place", to_json(row.in_place)}});
-    if (i < predicted.size() && predicted[i]) {
-      doc["rows"].back()["predicted"] = {{"algorithm", chorus::algo::to_string(predicted[i]->pattern)},
-                                         {"time_us", predicted[i]->time_us},
-                                         {"busbw_gbps", predicted[i]->busbw_GBps}};
-    }
-  }
-  doc["out_of_bounds"] = bench::total_wrong(rows);
-  doc["avg_busbw_gbps"] = bench::average_busbw(rows);
-  std::ofstream file(config.json_path);
-  file << doc.dump(2) << "\n";
-  if (!file) throw usage_error("cannot write JSON to " + config.json_path);
+  const bench_json::RunInfo info{"chorus-bench", CHORUS_VERSION, backend, chorus::to_string(config.collective),
+                                 chorus::to_string(config.algorithm), ranks, config.iters, config.warmup,
+                                 config.check_iters};
+  bench_json::write(config.json_path, bench_json::document(info, rows, predicted));
 }
 
 // What the host backend runs for one row, priced by the cost model on the calibrated fabric:

@@ -4,14 +4,18 @@
 //   copy:   dst = src            (what an all-gather step does: read peer, write own)
 //   reduce: dst = a + b          (what a reduce-scatter step does: read peer, read own, write own)
 // over its own buffers of the given size. Reported GB/s counts bytes written (1e9 bytes/GB), i.e.
-// the same "payload moved" convention as algbw/busbw, plus the total memory traffic.
+// the same "payload moved" convention as algbw/busbw, plus the total memory traffic. -J writes the
+// same figures as JSON (bench/chorus-compare reads them).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -63,6 +67,8 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", threads, "threads (one per rank)")->check(CLI::Range(1, 1024));
   app.add_option("-s,--size", size_text, "bytes per buffer, e.g. 64M");
   app.add_option("-n,--repeats", repeats, "timed repeats; the median is reported")->check(CLI::Range(1, 1000));
+  std::string json_path;
+  app.add_option("-J,--json", json_path, "also write the figures as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
   const std::size_t bytes = chorus::bench::parse_size(size_text);
@@ -93,5 +99,19 @@ int main(int argc, char** argv) {
   std::printf("%-8s %14s %18s\n", "kernel", "written(GB/s)", "traffic(GB/s)");
   std::printf("%-8s %14.2f %18.2f\n", "copy", copy_gbps, 2 * copy_gbps);
   std::printf("%-8s %14.2f %18.2f\n", "reduce", reduce_gbps, 3 * reduce_gbps);
+  if (!json_path.empty()) {
+    const nlohmann::json doc{{"tool", "chorus-membw"},
+                             {"threads", threads},
+                             {"bytes_per_buffer", count * sizeof(float)},
+                             {"repeats", repeats},
+                             {"copy_written_gbps", copy_gbps},
+                             {"reduce_written_gbps", reduce_gbps}};
+    std::ofstream file(json_path);
+    file << doc.dump(2) << "\n";
+    if (!file) {
+      std::fprintf(stderr, "chorus-membw: error: cannot write JSON to %s\n", json_path.c_str());
+      return 2;
+    }
+  }
   return 0;
 }

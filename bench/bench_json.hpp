@@ -1,0 +1,78 @@
+// The -J document of chorus-bench, shared with the peer programs (chorus-mpi-peer) so that every
+// tool's JSON has the same keys and a script (bench/chorus-compare) reads them all the same way.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <chorus/bench/table.hpp>
+#include <chorus/core/error.hpp>
+#include <chorus/model/predict.hpp>
+
+namespace bench_json {
+
+namespace bench = chorus::bench;
+using Predictions = std::vector<std::optional<chorus::model::Prediction>>;
+
+// The document's header: who measured what, and how.
+struct RunInfo {
+  std::string tool;
+  std::string version;
+  std::string backend;
+  std::string collective;
+  std::string algorithm;
+  int ranks = 0;
+  int iters = 0;
+  int warmup = 0;
+  int check_iters = 0;
+};
+
+inline nlohmann::json to_json(const bench::Result& result) {
+  nlohmann::json j{{"time_us", result.seconds * 1e6}, {"algbw_gbps", result.algbw}, {"busbw_gbps", result.busbw}};
+  j["wrong"] = result.wrong ? nlohmann::json(*result.wrong) : nlohmann::json(nullptr);
+  return j;
+}
+
+// One entry per row; `predicted` may be shorter than `rows` or empty (no prediction).
+inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row>& rows, const Predictions& predicted) {
+  nlohmann::json doc;
+  doc["tool"] = info.tool;
+  doc["version"] = info.version;
+  doc["backend"] = info.backend;
+  doc["collective"] = info.collective;
+  doc["algorithm"] = info.algorithm;
+  doc["ranks"] = info.ranks;
+  doc["iters"] = info.iters;
+  doc["warmup"] = info.warmup;
+  doc["check_iters"] = info.check_iters;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const bench::Row& row = rows[i];
+    doc["rows"].push_back({{"size", row.bytes},
+                           {"count", row.elements},
+                           {"type", row.type},
+                           {"redop", row.redop},
+                           {"root", row.root},
+                           {"out_of_place", to_json(row.out_of_place)},
+                           {"in_place", to_json(row.in_place)}});
+    if (i < predicted.size() && predicted[i]) {
+      doc["rows"].back()["predicted"] = {{"algorithm", chorus::algo::to_string(predicted[i]->pattern)},
+                                         {"time_us", predicted[i]->time_us},
+                                         {"busbw_gbps", predicted[i]->busbw_GBps}};
+    }
+  }
+  doc["out_of_bounds"] = bench::total_wrong(rows);
+  doc["avg_busbw_gbps"] = bench::average_busbw(rows);
+  return doc;
+}
+
+inline void write(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream file(path);
+  file << doc.dump(2) << "\n";
+  if (!file) throw chorus::Error(chorus::ErrorCode::invalid_argument, "cannot write JSON to " + path);
+}
+
+}  // namespace bench_json
