@@ -44,6 +44,7 @@ class HostBackend {
     team_.run(fn);
   }
   void merge(RankTimes&) const {}  // the threads wrote every entry
+  chorus::host::Team& team() { return team_; }
   std::vector<std::string> devices() const {
     std::vector<std::string> lines;
     const std::string host = host_name();

@@ -1,7 +1,7 @@
 # chorus-bench's additions, end to end (run by bench/meson.build): --predict's columns and its
 # per-machine calibration cache with its version key, --csv and --svg agreeing with the table, and
 # the table left exactly nccl-tests' shape when none of them is given.
-import csv, json, os, subprocess, sys, tempfile, xml.dom.minidom
+import csv, json, os, re, subprocess, sys, tempfile, xml.dom.minidom
 
 tool = sys.argv[1]
 common = ['--ranks', '2', '-b', '1K', '-e', '64K', '-f', '4', '-n', '2', '-w', '1']
@@ -70,6 +70,19 @@ with tempfile.TemporaryDirectory() as tmp:
     dashed = [l for l in lines if l.getAttribute('stroke-dasharray')]
     assert len(dashed) == 1 and dashed[0].getAttribute('class') == 'predicted'
     assert all(len(l.getAttribute('points').split()) == len(table) for l in lines)
+    # --automatic model: the calibrated model decides what runs. CHORUS_LOG=info names, for each call
+    # size's first schedule, the pattern and why; every one must be the model's (the team's automatic
+    # function) and the pattern --predict priced for that size.
+    logged = run('--automatic', 'model', '--predict', '-J', out_json, env=dict(env, CHORUS_LOG='info'))
+    assert 'Algorithm::automatic asks this model' in logged.stdout, logged.stdout
+    priced = {r['size']: r['predicted']['algorithm'] for r in json.load(open(out_json))['rows']}
+    ran = re.findall(r'\((\d+) B, 2 ranks\): (\w+) because (.*)', logged.stderr)
+    assert len(ran) >= 4, logged.stderr
+    for size, pattern, reason in ran:
+        assert 'Team::set_automatic' in reason, reason
+        assert priced[int(size)] == pattern, (size, pattern, priced)
+    assert run('--automatic', 'model', env=env).stdout.count('automatic: cost model on the host calibration') == 1
+
     # Without --predict the CSV's predicted cells are empty and the plot has no dashed line.
     run('--csv', out_csv, '--svg', out_svg, env=env)
     assert all(r['predicted_time_us'] == '' for r in csv.DictReader(open(out_csv)))

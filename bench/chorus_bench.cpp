@@ -33,6 +33,7 @@
 #include <chorus/bench.hpp>
 #include <chorus/bootstrap/launch_env.hpp>
 #include <chorus/host.hpp>
+#include <chorus/model/automatic.hpp>
 #include <chorus/model/predict.hpp>
 
 #include "bench_backends.hpp"
@@ -64,6 +65,7 @@ struct Config {
   std::string csv_path;
   std::string svg_path;
   bool predict = false;
+  bool automatic_model = false;  // --automatic model: Algorithm::automatic asks the calibrated cost model
 };
 
 chorus::Error usage_error(const std::string& message) {
@@ -210,16 +212,23 @@ void write_json(const Config& config, const std::string& backend, int ranks, con
   bench_json::write(config.json_path, bench_json::document(info, rows, predicted));
 }
 
+// The host backend's tuner under --automatic model: the cost model on the calibrated fabric.
+chorus::model::AutomaticTuner host_tuner(const chorus::model::Fabric& fabric) {
+  return chorus::model::AutomaticTuner([fabric](int) { return fabric; }, chorus::host::detail::Tuning::kSliceBytes);
+}
+
 // What the host backend runs for one row, priced by the cost model on the calibrated fabric:
-// the pattern Algorithm::automatic resolves to (host/tuning.hpp) and the backend's slice.
+// the pattern Algorithm::automatic resolves to (host/tuning.hpp's thresholds, or the model under
+// --automatic model) and the backend's slice.
 chorus::model::Prediction predict_host_row(const Config& config, const chorus::model::Fabric& fabric, DataType type,
                                            std::size_t sweep_bytes, int root) {
   const std::size_t element_size = chorus::size_of(type);
   const int n = fabric.ranks;
   const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, element_size, n);
   const chorus::Algorithm algorithm =
-      config.algorithm != Algorithm::automatic
-          ? config.algorithm
+      config.algorithm != Algorithm::automatic ? config.algorithm
+      : config.automatic_model
+          ? host_tuner(fabric)(config.collective, shape.count, element_size, n)
           : chorus::algo::algorithm_of(
                 chorus::host::detail::choose_pattern(config.collective, shape.count * element_size, n, n));
   chorus::model::PredictOptions options;
@@ -293,17 +302,24 @@ int run_on(const std::string& backend, const Config& config, bool ranks_given) {
   if (backend == "host") {
     std::optional<chorus::model::Fabric> fabric;
     std::string model_line;
-    if (config.predict) {
-      if (config.ranks < 2) throw usage_error("--predict needs at least 2 ranks (one rank sends no messages to time)");
+    if (config.predict || config.automatic_model) {
+      if (config.ranks < 2) {
+        throw usage_error(std::string(config.predict ? "--predict" : "--automatic model") +
+                          " needs at least 2 ranks (one rank sends no messages to time)");
+      }
       const host_calibration::Calibration c = host_calibration::calibrate(config.ranks, CHORUS_VERSION);
       fabric = chorus::model::uniform_fabric(config.ranks, c.fit.alpha_us, c.fit.beta_GBps);
-      model_line = chorus::detail::concat("predicted: cost model on the host calibration alpha ", c.fit.alpha_us,
+      model_line = chorus::detail::concat(config.predict ? "predicted" : "automatic", ": cost model on the host calibration alpha ", c.fit.alpha_us,
                                           " us beta ", c.fit.beta_GBps, " GB/s (",
                                           c.from_cache ? "cached in " : "measured now, cached in ",
                                           c.cache_path.empty() ? std::string("nowhere") : c.cache_path, ")");
     }
     bench_backends::HostBackend host(config.ranks);
-    return run(config, host, backend, fabric, model_line);
+    if (config.automatic_model) {
+      host.team().set_automatic(host_tuner(*fabric));
+      if (config.predict) model_line += "; Algorithm::automatic asks this model (--automatic model)";
+    }
+    return run(config, host, backend, config.predict ? fabric : std::nullopt, model_line);
   }
 #if defined(CHORUS_BENCH_MPI)
   if (backend == "mpi" || backend == "mpi-native") {
@@ -370,6 +386,11 @@ int main(int argc, char** argv) {
   app.add_option("-J,--json", config.json_path, "also write the results as JSON to this file");
   app.add_option("--csv", config.csv_path, "also write the results as CSV to this file");
   app.add_option("--svg", config.svg_path, "also draw busbw against size as SVG into this file");
+  std::string automatic_text = "thresholds";
+  app.add_option("--automatic", automatic_text,
+                 "who resolves --algo automatic on the host backend: thresholds (measured, the default) or model "
+                 "(the calibrated cost model, docs/cost-model.md)")
+      ->check(CLI::IsMember({"thresholds", "model"}));
   app.add_flag("--predict", config.predict,
                "add the cost model's predicted time and busbw (host backend; calibrates once per machine, "
                "docs/cost-model.md)");
@@ -401,6 +422,10 @@ int main(int argc, char** argv) {
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);
     config.roots = parse_roots(root_text, mpi_backend ? mpi_world_size() : config.ranks);
+    config.automatic_model = automatic_text == "model";
+    if (config.automatic_model && backend != "host") {
+      throw usage_error("--automatic model needs --backend host (only the host backend is calibrated)");
+    }
     if (config.predict && backend != "host") {
       throw usage_error("--predict needs --backend host (only the host backend is calibrated)");
     }
