@@ -35,9 +35,9 @@ struct UsageError : std::runtime_error {
 
 // The CPUs to measure: --cpus, or every CPU this process may run on. Each must be allowed, so a
 // thread pinned to it runs there and not wherever the kernel falls back to.
-std::vector<int> chosen_cpus(const std::string& text) {
+std::vector<int> chosen_cpus(bool given, const std::string& text) {
   const std::vector<int> allowed = p2p::allowed_cpus();
-  if (text.empty()) return allowed;
+  if (!given) return allowed;
   std::vector<int> cpus;
   try {
     cpus = chorus::bench::parse_cpu_list(text);
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", CHORUS_VERSION);
   std::string cpus_text, via = "raw", copy = "read", size_text = "32M", json_path;
   p2p::Settings settings;
-  app.add_option("--cpus", cpus_text, "CPUs to measure, e.g. 0-3,8 (default: every CPU this process may use)");
+  const CLI::Option* cpus_option = app.add_option("--cpus", cpus_text, "CPUs to measure, e.g. 0-3,8 (default: every CPU this process may use)");
   app.add_option("--via", via, "raw (memcpy and atomics) or chorus (host::Comm send/recv)")
       ->check(CLI::IsMember({"raw", "chorus"}))
       ->capture_default_str();
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     if (settings.write && via == "chorus") {
       throw UsageError("--copy write needs --via raw (Comm::recv always copies on the receiving CPU)");
     }
-    cpus = chosen_cpus(cpus_text);
+    cpus = chosen_cpus(cpus_option->count() > 0, cpus_text);
     if (!json_path.empty() && !std::ofstream(json_path, std::ios::app)) {
       throw UsageError("cannot write JSON to " + json_path);
     }
