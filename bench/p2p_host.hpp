@@ -54,7 +54,7 @@ inline std::vector<int> allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0) {
-    throw chorus::Error(chorus::ErrorCode::internal, "chorus-p2p: sched_getaffinity failed");
+    throw chorus::Error(chorus::ErrorCode::internal, "sched_getaffinity failed");
   }
   std::vector<int> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
@@ -70,7 +70,7 @@ inline void pin_current_thread(int cpu) {
   const int status = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   if (status != 0) {
     throw chorus::Error(chorus::ErrorCode::invalid_argument,
-                        chorus::detail::concat("chorus-p2p: cannot pin a thread to CPU ", cpu, ": ",
+                        chorus::detail::concat("cannot pin a thread to CPU ", cpu, ": ",
                                                std::strerror(status)));
   }
 }
@@ -99,6 +99,8 @@ struct RawPair {
   alignas(64) std::atomic<std::uint64_t> pong{0};
   alignas(64) std::atomic<int> finished{0};
   alignas(64) std::atomic<bool> failed{false};
+  std::atomic<int> first_failure{-1};  // the side whose error explains the run; the other's is a consequence
+  int cpu[2] = {-1, -1};
   const unsigned char* own[2] = {nullptr, nullptr};  // each side's source data
   unsigned char* landing[2] = {nullptr, nullptr};    // each side's destination buffer
   std::exception_ptr error[2];
@@ -109,12 +111,13 @@ struct RawPair {
         chorus::env::timeout_ms(), chorus::runtime::WaitPolicy::yields(2), ready,
         [&] {
           if (failed.load(std::memory_order_acquire)) {
-            throw chorus::Error(chorus::ErrorCode::peer_failed, "chorus-p2p: the other thread of the pair failed");
+            throw chorus::Error(chorus::ErrorCode::peer_failed,
+                                chorus::detail::concat("the thread on CPU ", cpu[1 - side], " failed"));
           }
         },
         [&]() -> long {
           throw chorus::Error(chorus::ErrorCode::timeout,
-                              chorus::detail::concat("chorus-p2p: side ", side, " waited ", chorus::env::timeout_ms(),
+                              chorus::detail::concat("the thread on CPU ", cpu[side], " waited ", chorus::env::timeout_ms(),
                                                      " ms ", what, " (CHORUS_TIMEOUT_MS)"));
         });
   }
@@ -130,7 +133,7 @@ inline void check_delivery(const unsigned char* source, const unsigned char* lan
                            int to) {
   if (bytes > 0 && std::memcmp(source, landing, bytes) != 0) {
     throw chorus::Error(chorus::ErrorCode::internal,
-                        chorus::detail::concat("chorus-p2p: the copy from CPU ", from, " to CPU ", to,
+                        chorus::detail::concat("the copy from CPU ", from, " to CPU ", to,
                                                " delivered wrong bytes"));
   }
 }
@@ -141,6 +144,8 @@ inline void check_delivery(const unsigned char* source, const unsigned char* lan
 template <class Body>
 void run_raw_pair(int a, int b, const Settings& s, Body&& body) {
   detail::RawPair pair;
+  pair.cpu[0] = a;
+  pair.cpu[1] = b;
   std::atomic<int> ready{0};
   auto side_main = [&](int side) {
     std::unique_ptr<unsigned char[]> own, landing;
@@ -158,15 +163,15 @@ void run_raw_pair(int a, int b, const Settings& s, Body&& body) {
       pair.wait(side, "for the other thread to finish", [&] { return pair.finished.load(std::memory_order_acquire) == 2; });
     } catch (...) {
       pair.error[side] = std::current_exception();
+      int none = -1;
+      pair.first_failure.compare_exchange_strong(none, side);
       pair.failed.store(true, std::memory_order_release);
     }
   };
   std::thread other(side_main, 1);
   side_main(0);
   other.join();
-  for (const auto& error : pair.error) {
-    if (error) std::rethrow_exception(error);
-  }
+  if (pair.first_failure >= 0) std::rethrow_exception(pair.error[pair.first_failure]);
 }
 
 inline PairFigures measure_raw(int a, int b, const Settings& s) {
