@@ -4,8 +4,8 @@
 // tables and (-J) JSON. --via raw measures plain memcpy and atomics; --via chorus the same bytes through
 // host::Comm send/recv. A cell that was not measured prints n/a (JSON null), never a number.
 //
-//   chorus-p2p [--cpus 0-3] [--via raw|chorus] [--copy read|write] [-s 32M] [-n 4] [-r 5]
-//              [--latency-iters 2000] [-J out.json]
+//   chorus-p2p [--cpus 0-3] [--via raw|chorus] [--copy read|write] [-s 32M] [-n 4] [-r 21]
+//              [--latency-iters 200] [-J out.json]
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 

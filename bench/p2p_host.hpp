@@ -38,8 +38,8 @@ using Clock = std::chrono::steady_clock;
 struct Settings {
   std::size_t bytes = 32u << 20;  // per copy
   int iters = 4;                  // copies per timed sample
-  int repeats = 5;                // samples; the median is reported
-  int latency_iters = 2000;       // round trips per latency sample
+  int repeats = 21;               // samples; the median is reported (many short samples: robust to preemption)
+  int latency_iters = 200;        // round trips per latency sample
   bool write = false;             // raw only: the source CPU copies (default: the destination does)
 };
 
