@@ -168,9 +168,10 @@ void run_raw_pair(int a, int b, const Settings& s, Body&& body) {
       pair.failed.store(true, std::memory_order_release);
     }
   };
-  std::thread other(side_main, 1);
-  side_main(0);
-  other.join();
+  std::thread source(side_main, 0);  // both sides on threads of their own: the caller's affinity stays as it was
+  std::thread destination(side_main, 1);
+  source.join();
+  destination.join();
   if (pair.first_failure >= 0) std::rethrow_exception(pair.error[pair.first_failure]);
 }
 
