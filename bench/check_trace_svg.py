@@ -93,6 +93,15 @@ with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([example, '--algo', algo, '--trace', trace], check=True, capture_output=True)
         subprocess.run([tool, trace, '-o', picture, '--title', algo + ' all_reduce'], check=True)
         check_picture(trace, picture, algo)
+        # Zoomed in: the same elements, clipped to the plot; the axis starts at the window.
+        subprocess.run([tool, trace, '-o', picture, '--from', '10', '--to', '30'], check=True)
+        dom = xml.dom.minidom.parse(picture)
+        assert len(group(dom, 'slices').getElementsByTagName('rect')) == len(json.load(open(trace))['traceEvents']) - \
+            sum(1 for e in json.load(open(trace))['traceEvents'] if e['ph'] != 'X')
+        assert group(dom, 'slices').getAttribute('clip-path') == 'url(#plot)'
+        ticks = [t.firstChild.data for t in group(dom, 'axis').getElementsByTagName('text')]
+        values = [float(t.split()[0]) for t in ticks]
+        assert all(t.endswith(' \u00b5s') for t in ticks) and values[0] == 10 and 28 <= values[-1] <= 30, ticks
 
     def bad_file(name, content):
         path = os.path.join(tmp, name)
@@ -120,6 +129,8 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error([bad_file('k.json', [x(0, 0, 1)]), '-o', os.path.join(tmp, 'no-such-dir', 'out.svg')], 'cannot write')
     expect_error([bad_file('l.json', [x(0, 0, 1)])], 'output')
     expect_error([bad_file('m.json', [x(0, 0, 1)]), '-o', out, '--width', '10'], '--width')
+    expect_error([bad_file('o.json', [x(0, 0, 1)]), '-o', out, '--from', '5', '--to', '5'], 'must come after --from 5')
+    expect_error([bad_file('p.json', [x(0, 0, 1)]), '-o', out, '--from', '5'], '--from needs --to')
     assert not os.path.exists(out), 'a failed run must not leave a picture'
 
     # B/E pairs nest like X slices; "f" without "bp": "e" binds to the next slice on its track.

@@ -3,6 +3,8 @@
 // step trace) with its name on the left, nested slices stacked one row per depth and coloured by name,
 // and an arrow per flow from the point where it starts (in the sending slice) to the point where it
 // finishes (in the receiving slice). Each slice's tooltip (<title>) holds its times and args.
+// Like Perfetto's first view it fits the whole trace; a window (Options::from_ns, to_ns) zooms in, as
+// dragging in Perfetto does: everything is still drawn, clipped to the plot.
 // Tool-local (bench/): the chorus headers never write SVG.
 #pragma once
 
@@ -22,6 +24,9 @@ struct Options {
   double width = 1200;      // pixels
   std::string title;        // empty: the trace's process name
   std::string source;       // the file the picture was drawn from, printed under the title
+  // The window shown, in ns after the trace's first slice (the axis's 0); to_ns <= from_ns: all of it.
+  std::int64_t from_ns = 0;
+  std::int64_t to_ns = 0;
 };
 
 namespace detail {
@@ -82,9 +87,12 @@ inline std::string render(const trace_timeline::Timeline& timeline, const Option
   const double width = std::max(options.width, kLabelWidth + kRight + 100);
   const double plot_left = kLabelWidth;
   const double plot_width = width - kLabelWidth - kRight;
-  const std::int64_t span = std::max<std::int64_t>(timeline.end_ns - timeline.begin_ns, 1);
+  const bool windowed = options.to_ns > options.from_ns;
+  const std::int64_t view_begin = timeline.begin_ns + (windowed ? options.from_ns : 0);
+  const std::int64_t view_end = windowed ? timeline.begin_ns + options.to_ns : timeline.end_ns;
+  const std::int64_t span = std::max<std::int64_t>(view_end - view_begin, 1);
   const auto x_of = [&](std::int64_t ns) {
-    return plot_left + static_cast<double>(ns - timeline.begin_ns) * plot_width / static_cast<double>(span);
+    return plot_left + static_cast<double>(ns - view_begin) * plot_width / static_cast<double>(span);
   };
   const double axis_top = options.source.empty() ? 30 : 44;
   const double tracks_top = axis_top + 22;
@@ -101,20 +109,23 @@ inline std::string render(const trace_timeline::Timeline& timeline, const Option
   };
 
   std::string svg = svg_elements::open_svg(width, height);
-  svg += "<defs><marker id=\"flow-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"6\" markerHeight=\"6\" "
+  svg += "<defs><clipPath id=\"plot\">" + rect(plot_left, 0, plot_width, height, "") + "</clipPath>";
+  svg += "<marker id=\"flow-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"6\" markerHeight=\"6\" "
          "orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#212121\"/></marker></defs>\n";
   const std::string title = options.title.empty() ? (timeline.process.empty() ? "trace" : timeline.process) : options.title;
   svg += text(8, 18, title, "font-size=\"13\" font-weight=\"bold\"");
   if (!options.source.empty()) svg += text(8, 34, options.source, "fill=\"#616161\"");
 
-  // The axis: ticks from the first slice's start, with grid lines through every track.
+  // The axis: time since the first slice's start, with grid lines through every track.
   const std::int64_t step = tick_step(span, static_cast<int>(plot_width / 90));
   svg += "<g class=\"axis\" fill=\"#424242\">\n";
   svg += line(plot_left, axis_top + 14, plot_left + plot_width, axis_top + 14, "stroke=\"#9e9e9e\"");
-  for (std::int64_t at = 0; at <= span; at += step) {
+  const std::int64_t first_tick = (view_begin - timeline.begin_ns + step - 1) / step * step;
+  for (std::int64_t at = first_tick; timeline.begin_ns + at <= view_end; at += step) {
     const double x = x_of(timeline.begin_ns + at);
     svg += line(x, axis_top + 10, x, height - 8, "stroke=\"#e0e0e0\"");
-    svg += text(x + 2, axis_top + 9, time_label(at, step));
+    const std::string label = time_label(at, step);
+    if (x + 2 + kCharWidth * static_cast<double>(label.size()) <= width) svg += text(x + 2, axis_top + 9, label);  // not cut off
   }
   svg += "</g>\n";
 
@@ -129,8 +140,8 @@ inline std::string render(const trace_timeline::Timeline& timeline, const Option
   svg += "</g>\n";
 
   // One rect per slice, its label where it fits, its details in a tooltip.
-  std::string labels = "<g class=\"slice-labels\" fill=\"white\" pointer-events=\"none\">\n";
-  svg += "<g class=\"slices\" stroke=\"white\" stroke-width=\"0.5\">\n";
+  std::string labels = "<g class=\"slice-labels\" fill=\"white\" pointer-events=\"none\" clip-path=\"url(#plot)\">\n";
+  svg += "<g class=\"slices\" stroke=\"white\" stroke-width=\"0.5\" clip-path=\"url(#plot)\">\n";
   for (std::size_t t = 0; t < timeline.tracks.size(); ++t) {
     for (const trace_timeline::Slice& slice : timeline.tracks[t].slices) {
       const double x = x_of(slice.start_ns);
@@ -141,14 +152,15 @@ inline std::string render(const trace_timeline::Timeline& timeline, const Option
                                   (slice.args.empty() ? "" : " " + slice.args);
       svg += "<rect x=\"" + num(x) + "\" y=\"" + num(top) + "\" width=\"" + num(w) + "\" height=\"" + num(kRowHeight - 2) +
              "\" fill=\"" + colour_of(slice.name) + "\"><title>" + chorus::topo::xml::escape(tooltip) + "</title></rect>\n";
-      const std::string label = fitted(slice.name, w);
-      if (!label.empty()) labels += text(x + 2, top + kRowHeight / 2 + 3, label);
+      const double shown_left = std::max(x, plot_left);  // a slice begun before the window is labelled at its edge
+      const std::string label = fitted(slice.name, std::min(x + w, plot_left + plot_width) - shown_left);
+      if (!label.empty()) labels += text(shown_left + 2, top + kRowHeight / 2 + 3, label);
     }
   }
   svg += "</g>\n" + labels + "</g>\n";
 
   // One arrow per flow, curving from its start to its finish as Perfetto draws them.
-  svg += "<g class=\"flows\" fill=\"none\" stroke=\"#212121\" stroke-width=\"1\">\n";
+  svg += "<g class=\"flows\" fill=\"none\" stroke=\"#212121\" stroke-width=\"1\" clip-path=\"url(#plot)\">\n";
   for (const trace_timeline::Flow& flow : timeline.flows) {
     const double x1 = x_of(flow.from.at_ns), y1 = row_middle(flow.from);
     const double x2 = x_of(flow.to.at_ns), y2 = row_middle(flow.to);
