@@ -18,6 +18,9 @@
 // trace (open it in https://ui.perfetto.dev or chrome://tracing): a track per rank, the all_reduce
 // as one slice with its 12 steps (a send and a receive per round) nested inside, and an arrow from each send to the receive it fed.
 // Setting CHORUS_TRACE=ring.json does the same for any program (docs/debugging.md).
+//
+// `--algo tree` (or halving_doubling, one_shot, two_shot) runs another all-reduce schedule the same
+// way, to compare: `01_ring_allreduce --algo tree --trace tree.json`.
 #include <chorus/algo/build.hpp>
 #include <chorus/algo/printer.hpp>
 #include <chorus/host.hpp>
@@ -71,6 +74,18 @@ bool can_run(const algo::Schedule& schedule, const std::vector<Rank>& ranks, int
   return true;
 }
 
+// The all-reduce patterns, by the names Pattern prints.
+bool parse_pattern(const char* text, algo::Pattern& pattern) {
+  for (algo::Pattern p : {algo::Pattern::ring, algo::Pattern::tree, algo::Pattern::halving_doubling, algo::Pattern::one_shot,
+                          algo::Pattern::two_shot}) {
+    if (std::strcmp(text, algo::to_string(p)) == 0) {
+      pattern = p;
+      return true;
+    }
+  }
+  return false;
+}
+
 void run_step(const algo::Schedule& schedule, std::vector<Rank>& ranks, int r) {
   Rank& self = ranks[r];
   const algo::Step& step = schedule.steps[r][self.next];
@@ -113,7 +128,7 @@ void print_outputs(const std::vector<Rank>& ranks) {
 // Round by round: first every rank runs what it can without receiving (its sends), then every
 // rank completes one receive. Any order that respects can_run is a valid execution; this one
 // shows the ring's lock-step rhythm.
-std::vector<std::vector<std::int32_t>> replay(const algo::Schedule& schedule) {
+std::vector<std::vector<std::int32_t>> replay(const algo::Schedule& schedule, bool ring) {
   std::vector<Rank> ranks(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     ranks[r].buffer[0].resize(kCount);
@@ -126,7 +141,8 @@ std::vector<std::vector<std::int32_t>> replay(const algo::Schedule& schedule) {
   const auto done = [&](int r) { return ranks[r].next == schedule.steps[r].size(); };
   for (int round = 1;; ++round) {
     bool progress = false, all_done = true;
-    std::printf("round %d (%s)\n", round, round < kRanks ? "reduce-scatter" : "all-gather");
+    if (ring) std::printf("round %d (%s)\n", round, round < kRanks ? "reduce-scatter" : "all-gather");
+    else std::printf("round %d\n", round);
     for (int r = 0; r < kRanks; ++r) {
       while (!done(r) && !algo::is_recv(schedule.steps[r][ranks[r].next].op) && can_run(schedule, ranks, r)) {
         run_step(schedule, ranks, r);
@@ -153,13 +169,19 @@ std::vector<std::vector<std::int32_t>> replay(const algo::Schedule& schedule) {
 
 int main(int argc, char** argv) {
   std::string trace_path;
-  if (argc == 3 && std::strcmp(argv[1], "--trace") == 0) {
-    trace_path = argv[2];
-  } else if (argc != 1) {
-    std::fprintf(stderr, "usage: %s [--trace file.json]\n", argv[0]);
+  algo::Pattern pattern = algo::Pattern::ring;
+  for (int i = 1; i < argc; i += 2) {
+    const bool has_value = i + 1 < argc;
+    if (has_value && std::strcmp(argv[i], "--trace") == 0) {
+      trace_path = argv[i + 1];
+      continue;
+    }
+    if (has_value && std::strcmp(argv[i], "--algo") == 0 && parse_pattern(argv[i + 1], pattern)) continue;
+    std::fprintf(stderr, "usage: %s [--algo ring|tree|halving_doubling|one_shot|two_shot] [--trace file.json]\n", argv[0]);
     return 2;
   }
-  const algo::Schedule schedule = algo::build(algo::Collective::all_reduce, algo::Pattern::ring, kRanks, kCount, 0);
+  const bool ring = pattern == algo::Pattern::ring;
+  const algo::Schedule schedule = algo::build(algo::Collective::all_reduce, pattern, kRanks, kCount, 0);
   std::printf("The schedule (in = this rank's input, out = its output; ranges are [first, last) elements):\n%s\n",
               algo::to_table(schedule).c_str());
 
@@ -169,7 +191,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < kCount; ++i) std::printf(" %5d", initial_value(r, i));
     std::printf("\n");
   }
-  const auto replayed = replay(schedule);
+  const auto replayed = replay(schedule, ring);
 
   // The real thing: four threads, the same schedule, executed concurrently.
   std::vector<std::vector<std::int32_t>> outputs(kRanks, std::vector<std::int32_t>(kCount));
@@ -178,7 +200,7 @@ int main(int argc, char** argv) {
   team.run([&](chorus::host::Comm& comm) {
     std::vector<std::int32_t> input(kCount);
     for (std::size_t i = 0; i < kCount; ++i) input[i] = initial_value(comm.rank(), i);
-    comm.all_reduce(input.data(), outputs[comm.rank()].data(), kCount, chorus::ReduceOp::sum, chorus::Algorithm::ring);
+    comm.all_reduce(input.data(), outputs[comm.rank()].data(), kCount, chorus::ReduceOp::sum, algo::algorithm_of(pattern));
   });
 
   int mismatches = 0;
@@ -189,8 +211,8 @@ int main(int argc, char** argv) {
       mismatches += outputs[r][i] != want;
     }
   }
-  std::printf("\nhost::Team all_reduce (ring, 4 threads) %s the replay: every element is (i+1) * 1111.\n",
-              mismatches == 0 ? "agrees with" : "DISAGREES with");
+  std::printf("\nhost::Team all_reduce (%s, 4 threads) %s the replay: every element is (i+1) * 1111.\n",
+              algo::to_string(pattern), mismatches == 0 ? "agrees with" : "DISAGREES with");
   if (!trace_path.empty()) std::printf("The step trace is in %s.\n", trace_path.c_str());
   return mismatches == 0 ? 0 : 1;
 }

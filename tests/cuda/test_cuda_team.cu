@@ -2,11 +2,15 @@
 // several GPUs, one rank per device. Every result must equal, bit for bit, what the same kernel bodies
 // computed on the CPU twin (which tests/cuda_twin proves equal to the host schedules); then a stress
 // loop with changing sizes and seeded skew, CUDA-graph replay, and a rank that skips a call (the
-// timeout record, then a fresh team works). Exits 77 (skipped) when no GPU is visible.
+// timeout record, then a fresh team works), and the NVTX range of each call naming the kernel that ran
+// (an NVTX tool linked into this program records them: tests/trace/nvtx_recorder.cpp). Exits 77
+// (skipped) when no GPU is visible.
 //
 // Plain main rather than Catch2: nvcc compiles this unit, and the checks print their own context.
 #include <chorus/cuda.hpp>
 #include <chorus/cuda/twin/twin_team.hpp>
+
+#include "trace/nvtx_recorder.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -198,6 +202,44 @@ void skipped_rank(int device, int n) {
   cudaFree(buffers);
 }
 
+// Each all_reduce is one NVTX range naming the kernel that ran: automatic's choice by size (4 ranks:
+// LL to 16 KiB, one-shot to 512 KiB, two-shot to 8 MiB, then the ring), or the kernel asked for. A call
+// refused by its checks opens none.
+void nvtx_ranges(int device) {
+  auto team = chorus::cuda::Team::virtual_ranks(device, 4);
+  const std::size_t most = std::size_t{4} << 20;  // 16 MiB of floats per rank
+  float* buffers = nullptr;
+  check(cudaMalloc(&buffers, sizeof(float) * most * 4), "cudaMalloc");
+  std::vector<const float*> in;
+  std::vector<float*> out;
+  for (std::size_t r = 0; r < 4; ++r) {
+    in.push_back(buffers + most * r);
+    out.push_back(buffers + most * r);
+  }
+  nvtx_recorder::take();
+  for (std::size_t count : {std::size_t{1024}, std::size_t{64} << 10, std::size_t{1} << 20, most}) {
+    team.all_reduce<float>(in, out, count, ReduceOp::sum);
+  }
+  team.all_reduce_with<float>(in, out, 1000, ReduceOp::max, KernelAlgorithm::two_shot);
+  bool refused = false;
+  try {
+    team.all_reduce<float>({in[0]}, out, 8, ReduceOp::sum);  // one input for four ranks
+  } catch (const chorus::Error&) {
+    refused = true;
+  }
+  expect(refused, "an all_reduce with one input for four ranks is refused");
+  team.synchronize();
+  const std::vector<std::string> want = {
+      "push chorus::all_reduce 4 KiB float32 sum ll_one_shot", "pop", "push chorus::all_reduce 256 KiB float32 sum one_shot",
+      "pop", "push chorus::all_reduce 4 MiB float32 sum two_shot", "pop", "push chorus::all_reduce 16 MiB float32 sum ring",
+      "pop", "push chorus::all_reduce 3.9 KiB float32 max two_shot", "pop"};
+  const std::vector<std::string> got = nvtx_recorder::take();
+  std::string seen;
+  for (const std::string& event : got) seen += "\n  " + event;
+  expect(got == want, "NVTX ranges of cuda::Team::all_reduce:" + seen);
+  cudaFree(buffers);
+}
+
 }  // namespace
 
 int main() {
@@ -218,6 +260,7 @@ int main() {
     chorus::cuda::Team team(all);
     correctness(team);
   }
+  nvtx_ranges(0);
   if (!quick()) {
     stress_and_graphs(0);
     skipped_rank(0, 4);

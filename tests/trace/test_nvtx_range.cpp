@@ -1,11 +1,18 @@
 // NVTX range names, and NvtxRange compiled both ways: this file is built once for the CPU tier
 // (ranges compiled out) and, where the CUDA Toolkit's NVTX3 headers exist, once more with
-// CHORUS_WITH_CUDA (real nvtxRangePushA/Pop, which do nothing without a profiler attached).
+// CHORUS_WITH_CUDA (real nvtxRangePushA/Pop), where an NVTX tool linked into the program
+// (nvtx_recorder.cpp) sees exactly which ranges were pushed and popped.
 #include <catch2/catch.hpp>
 
 #include <chorus/runtime/nvtx_range.hpp>
 
 #include <cstddef>
+#include <string>
+#include <vector>
+
+#if CHORUS_HAS_NVTX
+#include "trace/nvtx_recorder.hpp"
+#endif
 
 namespace test_nvtx_range {
 
@@ -48,16 +55,37 @@ TEST_CASE("range names say collective, size, type, op or root, and algorithm", "
         "chorus::barrier");
 }
 
+TEST_CASE("a backend that chose the algorithm itself names it", "[nvtx]") {
+  using chorus::runtime::nvtx_range_name;
+  CallDescriptor reduce = call_of(CallKind::reduce, chorus::DataType::float16, chorus::algo::Pattern::ring);
+  reduce.op = chorus::ReduceOp::max;
+  reduce.root = 1;
+  CHECK(nvtx_range_name(reduce, 1536, "nccl") == "chorus::reduce 1.5 KiB float16 max root 1 nccl");
+  CHECK(nvtx_range_name(call_of(CallKind::all_reduce, chorus::DataType::float32, chorus::algo::Pattern::ring), 4 << 20,
+                        "two_shot") == "chorus::all_reduce 4 MiB float32 sum two_shot");
+  CHECK(chorus::runtime::nvtx_peer_range_name("recv", 24, chorus::DataType::uint64, 0) == "chorus::recv 24 B uint64 peer 0");
+}
+
 TEST_CASE("an NvtxRange nests and pops on every path", "[nvtx]") {
   const CallDescriptor call = call_of(CallKind::all_gather, chorus::DataType::int32, chorus::algo::Pattern::direct);
+#if CHORUS_HAS_NVTX
+  nvtx_recorder::take();
+#endif
   {
     chorus::runtime::NvtxRange outer(call, 4096);
-    chorus::runtime::NvtxRange inner(call, 8);
+    chorus::runtime::NvtxRange inner(call, 8, "one_shot");
+    chorus::runtime::NvtxRange peer("send", 2, chorus::DataType::uint8, 5);
   }
 #if defined(CHORUS_WITH_CUDA)
   CHECK(CHORUS_HAS_NVTX == 1);
 #else
   CHECK(CHORUS_HAS_NVTX == 0);
+#endif
+#if CHORUS_HAS_NVTX
+  CHECK(nvtx_recorder::attached());
+  CHECK(nvtx_recorder::take() == std::vector<std::string>{"push chorus::all_gather 4 KiB int32 direct",
+                                                          "push chorus::all_gather 8 B int32 one_shot",
+                                                          "push chorus::send 2 B uint8 peer 5", "pop", "pop", "pop"});
 #endif
 }
 

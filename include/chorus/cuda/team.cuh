@@ -8,12 +8,15 @@
 // Virtual ranks run in one cooperative launch (grid = ranks x blocks, sized with the occupancy API), so
 // every block is resident and no rank can wait on a rank that never gets an SM; each rank has its own
 // allocations. With one rank per GPU each device gets its own cooperative launch on its own stream.
+// Each all_reduce is an NVTX range named for the kernel that runs, e.g. "chorus::all_reduce 4 MiB float32
+// sum two_shot" (runtime/nvtx_range.hpp): Algorithm::automatic shows what kernel_for chose.
 #pragma once
 
 #include "../core/algorithm.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
+#include "../runtime/nvtx_range.hpp"
 #include "all_reduce_kernel.cuh"
 #include "runtime_check.hpp"
 
@@ -135,6 +138,12 @@ class Team {
       buffers.output[r] = outputs[r];
       buffers.takes_part[r] = takes_part.empty() || takes_part[r] ? 1 : 0;
     }
+    runtime::CallDescriptor described;
+    described.kind = runtime::CallKind::all_reduce;
+    described.type = data_type_v<T>;
+    described.count = count;
+    described.op = op;
+    const runtime::NvtxRange range(described, count * sizeof(T), kernel::to_string(algorithm));
     const auto stream_of = [&](std::size_t r) { return streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : r]; };
     const auto kernel = &all_reduce_kernel<T>;
     const CurrentDeviceGuard keep_device;

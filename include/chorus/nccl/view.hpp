@@ -15,6 +15,8 @@
 //   - the order of floating-point sums is NCCL's, and avg on floats multiplies by 1/size before summing
 //     (NCCL's PreMulSum), so results are not bit-identical to the host backend's;
 //   - ranks that disagree are not detected: NCCL hangs, and wait() times out and aborts.
+// In a build with NVTX3 (runtime/nvtx_range.hpp) each call that passes its checks is an NVTX range,
+// e.g. "chorus::all_reduce 64 MiB float32 sum nccl": the algorithm is NCCL's to choose, so it says nccl.
 // A view holds a share of the communicator: a view returned by split owns the new communicator.
 #pragma once
 
@@ -30,6 +32,7 @@
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
+#include "../runtime/nvtx_range.hpp"
 #include "../runtime/validate.hpp"
 #include "create.hpp"
 #include "data_types.hpp"
@@ -121,6 +124,7 @@ class BasicView {
   void send(const void* data, std::size_t count, DataType type, int peer) {
     detail::Handle<Api>& h = ready("send");
     const ncclDataType_t nccl_type = checked_peer_call(h, "send", data, count, type, peer);
+    const runtime::NvtxRange range("send", count * size_of(type), type, peer);
     if (count == 0) return;
     h.note("send");
     enqueue(h, "send", "ncclSend", [&] { return Api::send(data, count, nccl_type, peer, h.raw(), stream_); });
@@ -128,6 +132,7 @@ class BasicView {
   void recv(void* data, std::size_t count, DataType type, int peer) {
     detail::Handle<Api>& h = ready("recv");
     const ncclDataType_t nccl_type = checked_peer_call(h, "recv", data, count, type, peer);
+    const runtime::NvtxRange range("recv", count * size_of(type), type, peer);
     if (count == 0) return;
     h.note("recv");
     enqueue(h, "recv", "ncclRecv", [&] { return Api::recv(data, count, nccl_type, peer, h.raw(), stream_); });
@@ -136,6 +141,7 @@ class BasicView {
   // An all-reduce of one int on the stream: work enqueued after it starts once every rank has reached it.
   void barrier() {
     detail::Handle<Api>& h = ready("barrier");
+    const runtime::NvtxRange range(call_of(runtime::CallKind::barrier), 0, kNcclChooses);
     const detail::DeviceScope<Api> on_device(h.device(), h.name(), "barrier");
     h.note("barrier");
     void* flag = nullptr;
@@ -155,6 +161,7 @@ class BasicView {
   // ncclCommSplit: a view of the new communicator on the same stream (null for a negative colour).
   BasicView split(int color, int key) {
     ready("split");
+    const runtime::NvtxRange range(call_of(runtime::CallKind::split), 0, kNcclChooses);
     return BasicView(detail::split<Api>(handle_, color, key), stream_);
   }
 
@@ -167,6 +174,15 @@ class BasicView {
 
  private:
   friend class BasicComm<Api>;  // a Comm made from a split view takes over its share
+
+  // The algorithm in NVTX range names: NCCL picks it inside the call, per size and topology.
+  static constexpr const char* kNcclChooses = "nccl";
+
+  static runtime::CallDescriptor call_of(runtime::CallKind kind) {
+    runtime::CallDescriptor call;
+    call.kind = kind;
+    return call;
+  }
 
   detail::Handle<Api>& ready(const char* call) {
     runtime::check_comm(call, handle_ != nullptr);
@@ -201,6 +217,7 @@ class BasicView {
     const int version = h.version(name);
     const ncclDataType_t type = to_nccl(args.type, version, name, h.name());
     const ncclRedOp_t op = traits(args.collective).reduces ? to_nccl(args.op, version, name, h.name()) : ncclSum;
+    const runtime::NvtxRange range(checked.descriptor, args.count * checked.element_size, kNcclChooses);
     if (args.count == 0) return;  // nothing moves; every rank skips alike, since counts must agree
     h.note(name);
     const void* send = args.send;
