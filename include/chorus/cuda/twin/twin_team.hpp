@@ -5,6 +5,7 @@
 //
 //   chorus::cuda::twin::Team team(4, {/*blocks*/ 2, /*lanes*/ 4});
 //   team.all_reduce(inputs, outputs, count, ReduceOp::sum, kernel::KernelAlgorithm::ring);  // all ranks at once
+//   team.all_gather(inputs, outputs, send_count, kernel::KernelAlgorithm::one_shot);        // and the others
 #pragma once
 
 #include <chrono>
