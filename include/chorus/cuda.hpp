@@ -7,6 +7,7 @@
 #endif
 
 #include "cuda/all_reduce_kernel.cuh"
+#include "cuda/collective_kernel.cuh"
 #include "cuda/device_block.cuh"
 #include "cuda/runtime_check.hpp"
 #include "cuda/team.cuh"

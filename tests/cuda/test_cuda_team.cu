@@ -1,4 +1,4 @@
-// chorus's CUDA all-reduce kernels on a real GPU: virtual ranks (2, 4, 8 on one device) and, with
+// chorus's CUDA collective kernels on a real GPU: virtual ranks (2, 4, 8 on one device) and, with
 // several GPUs, one rank per device. Every result must equal, bit for bit, what the same kernel bodies
 // computed on the CPU twin (which tests/cuda_twin proves equal to the host schedules); then a stress
 // loop with changing sizes and seeded skew, CUDA-graph replay, and a rank that skips a call (the
@@ -98,6 +98,79 @@ void compare(chorus::cuda::Team& team, KernelAlgorithm algorithm, std::size_t co
 
 // CHORUS_GPU_TEST_QUICK=1: two ranks, small sizes only (for compute-sanitizer, which is slow).
 bool quick() { return std::getenv("CHORUS_GPU_TEST_QUICK") != nullptr; }
+
+// The other collectives: one call of each (collective, kernel) on the GPU team and on a CPU twin with the
+// same rank count and blocks; every rank's output compared byte for byte (reduce: the root's only).
+template <class T>
+void compare_collective(chorus::cuda::Team& team, chorus::Collective collective, KernelAlgorithm algorithm, std::size_t count,
+                        ReduceOp op, unsigned seed, const char* type) {
+  const int n = team.size();
+  const int root = n - 1;
+  const std::size_t sends = chorus::send_count(collective, count, n);
+  const std::size_t recvs = chorus::recv_count(collective, count, n);
+  std::vector<std::vector<T>> host_in, twin_out(static_cast<std::size_t>(n), std::vector<T>(recvs));
+  std::vector<const T*> in_ptr, twin_in;
+  std::vector<T*> out_ptr, twin_out_ptr, allocations;
+  for (int r = 0; r < n; ++r) {
+    host_in.push_back(values<T>(r, sends, seed));
+    T* in = nullptr;
+    T* out = nullptr;
+    check(cudaSetDevice(team.device(r)), "cudaSetDevice");
+    check(cudaMalloc(&in, sends * sizeof(T) + 16), "cudaMalloc");
+    check(cudaMalloc(&out, recvs * sizeof(T) + 16), "cudaMalloc");
+    check(cudaMemcpy(in, host_in.back().data(), sends * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
+    allocations.push_back(in);
+    allocations.push_back(out);
+    in_ptr.push_back(in);
+    out_ptr.push_back(out);
+    twin_in.push_back(host_in.back().data());
+    twin_out_ptr.push_back(twin_out[static_cast<std::size_t>(r)].data());
+  }
+  team.collective_with<T>(collective, in_ptr, out_ptr, count, op, root, algorithm);
+  team.synchronize();
+  chorus::cuda::twin::Options options;
+  options.blocks = team.blocks_per_rank();
+  options.lanes = 4;
+  options.staging_bytes = 8u << 20;
+  options.ll_bytes = 1u << 20;
+  options.fifo_slot_bytes = 128u << 10;
+  chorus::cuda::twin::Team twin(n, options);
+  switch (collective) {
+    case chorus::Collective::broadcast: twin.broadcast<T>(twin_in, twin_out_ptr, count, root, algorithm); break;
+    case chorus::Collective::reduce: twin.reduce<T>(twin_in, twin_out_ptr, count, op, root, algorithm); break;
+    case chorus::Collective::all_gather: twin.all_gather<T>(twin_in, twin_out_ptr, count, algorithm); break;
+    case chorus::Collective::reduce_scatter: twin.reduce_scatter<T>(twin_in, twin_out_ptr, count, op, algorithm); break;
+    case chorus::Collective::all_to_all: twin.all_to_all<T>(twin_in, twin_out_ptr, count, algorithm); break;
+    case chorus::Collective::all_reduce: twin.all_reduce<T>(twin_in, twin_out_ptr, count, op, algorithm); break;
+  }
+  for (int r = 0; r < n; ++r) {
+    if (collective == chorus::Collective::reduce && r != root) continue;
+    std::vector<T> got(recvs);
+    check(cudaMemcpy(got.data(), out_ptr[static_cast<std::size_t>(r)], recvs * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    const bool same = recvs == 0 || std::memcmp(got.data(), twin_out[static_cast<std::size_t>(r)].data(), recvs * sizeof(T)) == 0;
+    expect(same, std::string(chorus::to_string(collective)) + " " + to_string(algorithm) + " " + type + " ranks " +
+                     std::to_string(n) + " count " + std::to_string(count) + " rank " + std::to_string(r) +
+                     ": GPU differs from the CPU twin");
+  }
+  for (T* p : allocations) cudaFree(p);
+}
+
+void collectives(chorus::cuda::Team& team) {
+  using chorus::Collective;
+  const std::pair<Collective, KernelAlgorithm> pairs[] = {
+      {Collective::broadcast, KernelAlgorithm::one_shot},      {Collective::reduce, KernelAlgorithm::one_shot},
+      {Collective::all_gather, KernelAlgorithm::one_shot},     {Collective::all_gather, KernelAlgorithm::ring},
+      {Collective::reduce_scatter, KernelAlgorithm::one_shot}, {Collective::reduce_scatter, KernelAlgorithm::ring},
+      {Collective::all_to_all, KernelAlgorithm::one_shot}};
+  for (const auto& pair : pairs) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{37}, std::size_t{70001}}) {
+      if (quick() && count > 37) continue;
+      compare_collective<float>(team, pair.first, pair.second, count, ReduceOp::sum, 5, "float");
+      compare_collective<chorus::bfloat16>(team, pair.first, pair.second, count, ReduceOp::avg, 6, "bfloat16");
+    }
+  }
+}
+
 
 void correctness(chorus::cuda::Team& team) {
   const KernelAlgorithm algorithms[] = {KernelAlgorithm::ll_one_shot, KernelAlgorithm::one_shot, KernelAlgorithm::two_shot,
@@ -253,12 +326,14 @@ int main() {
     auto team = chorus::cuda::Team::virtual_ranks(0, n);
     std::printf("virtual ranks %d: %d blocks per rank\n", n, team.blocks_per_rank());
     correctness(team);
+    collectives(team);
   }
   if (devices > 1 && !quick()) {
     std::vector<int> all;
     for (int d = 0; d < devices && d < chorus::cuda::kernel::kMaxRanks; ++d) all.push_back(d);
     chorus::cuda::Team team(all);
     correctness(team);
+    collectives(team);
   }
   nvtx_ranges(0);
   if (!quick()) {

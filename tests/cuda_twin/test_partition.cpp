@@ -177,4 +177,110 @@ TEST_CASE("rounds cover a call in order") {
   }
 }
 
+TEST_CASE("staged collectives: block shares tile every round and fit their slot") {
+  for (std::size_t per_pack : {1u, 2u, 4u, 8u, 16u}) {
+    for (int parts = 1; parts <= kMaxRanks; ++parts) {
+      for (int blocks = 1; blocks <= 4; ++blocks) {
+        for (std::size_t segment_packs : {1u, 3u, 8u, 13u}) {
+          const std::size_t slot = stage_slot_elements(segment_packs * per_pack, parts, per_pack);
+          if (slot == 0) continue;
+          CHECK(slot % per_pack == 0);
+          CHECK(slot * static_cast<std::size_t>(parts) <= segment_packs * per_pack);  // the slots fit the segment
+          for (std::size_t count = 0; count < 260; count += (count < 40 ? 1 : 11)) {
+            const std::size_t rounds = round_count(count, slot * static_cast<std::size_t>(blocks));
+            std::size_t next = 0;
+            for (std::size_t r = 0; r < rounds; ++r) {
+              for (int b = 0; b < blocks; ++b) {
+                const Range share = staged_share(count, slot, blocks, b, r, per_pack);
+                if (share.offset != next || share.count > slot) {
+                  FAIL("per_pack " << per_pack << " parts " << parts << " blocks " << blocks << " slot " << slot << " count "
+                                   << count << " round " << r << " block " << b << ": share " << share.offset << "+"
+                                   << share.count << ", expected offset " << next << " and at most " << slot);
+                }
+                next += share.count;
+              }
+            }
+            CHECK(next == count);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a team the twin accepts has a staging slot for every collective") {
+  // twin::Team and cuda::Team accept staging when two-shot gets a round for 8-byte elements; then the n
+  // slots of reduce_scatter and all_to_all are never empty, for any element size.
+  for (int ranks = 1; ranks <= kMaxRanks; ++ranks) {
+    for (int blocks = 1; blocks <= kMaxBlocks; ++blocks) {
+      for (std::size_t staging = 256; staging <= 64 * 1024; staging += 256) {
+        if (two_shot_round_elements(segment_elements(staging, blocks, 8), ranks, blocks, 2) == 0) continue;
+        for (std::size_t bytes : {1u, 2u, 4u, 8u}) {
+          // A plain test, one assertion per case only when it fails: this loop is large for Catch.
+          if (stage_slot_elements(segment_elements(staging, blocks, bytes), ranks, kPackBytes / bytes) == 0) {
+            FAIL("no slot: ranks " << ranks << " blocks " << blocks << " staging " << staging << " element " << bytes);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ring collectives: pieces tile each block and fit a slot") {
+  for (std::size_t slot : {1u, 4u, 16u}) {
+    for (int blocks = 1; blocks <= 5; ++blocks) {
+      for (std::size_t count = 0; count < 150; ++count) {
+        std::size_t next = 0;
+        for (int b = 0; b < blocks; ++b) {
+          const std::size_t pieces = ring_block_pieces(count, blocks, b, slot);
+          REQUIRE(pieces >= 1);
+          for (std::size_t s = 0; s < pieces; ++s) {
+            const Range piece = ring_block_piece(count, blocks, b, pieces, s);
+            INFO("slot " << slot << " blocks " << blocks << " count " << count << " block " << b << " piece " << s);
+            REQUIRE(piece.offset == next);
+            REQUIRE(piece.count <= slot);
+            next += piece.count;
+          }
+        }
+        CHECK(next == count);
+      }
+    }
+  }
+}
+
+TEST_CASE("ring reduce_scatter and all_gather: each step gets what the previous rank sent, in the host's order") {
+  for (int n = 2; n <= kMaxRanks; ++n) {
+    // What position p sends at step k (0: its first send; k > 0: what it received at step k - 1).
+    const auto scatter_sent = [n](int p, int k) {
+      return k == 0 ? ring_scatter_send_position(p, n) : ring_scatter_recv_position(p, k - 1, n);
+    };
+    const auto gather_sent = [n](int p, int k) { return k == 0 ? p : ring_gather_block_position(p, k - 1, n); };
+    for (int p = 0; p < n; ++p) {
+      const int prev = (p + n - 1) % n;
+      std::set<int> gathered;
+      for (int k = 0; k < n - 1; ++k) {
+        INFO("ranks " << n << " position " << p << " step " << k);
+        REQUIRE(ring_scatter_recv_position(p, k, n) == scatter_sent(prev, k));
+        REQUIRE(ring_gather_block_position(p, k, n) == gather_sent(prev, k));
+        gathered.insert(ring_gather_block_position(p, k, n));
+      }
+      CHECK(ring_scatter_recv_position(p, n - 2, n) == p);  // the last step finishes this position's own block
+      CHECK(gathered.size() == static_cast<std::size_t>(n - 1));
+      CHECK(gathered.count(p) == 0);
+    }
+    // Block q is folded by positions q+1, q+2, ..., q: algo::ring_reduce_scatter's order.
+    for (int q = 0; q < n; ++q) {
+      std::vector<int> folders = {(q + 1) % n};  // the first send
+      int holder = (q + 1) % n;
+      for (int k = 0; k < n - 1; ++k) {
+        const int next = (holder + 1) % n;
+        REQUIRE(ring_scatter_recv_position(next, k, n) == q);
+        folders.push_back(next);
+        holder = next;
+      }
+      for (int i = 0; i < n; ++i) CHECK(folders[static_cast<std::size_t>(i)] == (q + 1 + i) % n);
+    }
+  }
+}
+
 }  // namespace test_partition

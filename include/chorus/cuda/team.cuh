@@ -1,4 +1,4 @@
-// chorus::cuda::Team: ranks on GPUs of this process, running chorus's own all-reduce kernels.
+// chorus::cuda::Team: ranks on GPUs of this process, running chorus's own collective kernels.
 //
 //   auto team = chorus::cuda::Team::virtual_ranks(0, 4);   // 4 ranks on GPU 0: tests every algorithm on one GPU
 //   chorus::cuda::Team team({0, 1, 2, 3});                  // one rank per GPU, peer access enabled
@@ -18,6 +18,8 @@
 #include "../core/error.hpp"
 #include "../runtime/nvtx_range.hpp"
 #include "all_reduce_kernel.cuh"
+#include "collective_check.hpp"
+#include "collective_kernel.cuh"
 #include "runtime_check.hpp"
 
 #include <algorithm>
@@ -52,6 +54,24 @@ inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes
     default:
       throw Error(ErrorCode::unsupported, std::string("chorus::cuda::Team::all_reduce: algorithm ") + to_string(algorithm) +
                                               " has no CUDA kernel yet (one_shot, two_shot, ring, automatic)");
+  }
+}
+
+// Which kernel serves the other collectives: the barrier pull through staging (one step, the latency
+// winner) unless ring is asked for, or automatic picks the ring for all_gather and reduce_scatter blocks
+// above 1 MiB (an untuned seed, as NCCL's ring wins on bandwidth; tune with chorus-bench on a GPU).
+inline kernel::KernelAlgorithm kernel_for(Collective collective, Algorithm algorithm, std::size_t block_bytes) {
+  switch (algorithm) {
+    case Algorithm::one_shot:
+    case Algorithm::direct: return kernel::KernelAlgorithm::one_shot;
+    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
+    case Algorithm::automatic:
+      return (collective == Collective::all_gather || collective == Collective::reduce_scatter) && block_bytes > (1u << 20)
+                 ? kernel::KernelAlgorithm::ring
+                 : kernel::KernelAlgorithm::one_shot;
+    default:
+      throw Error(ErrorCode::unsupported, detail::concat("chorus::cuda::Team::", to_string(collective), ": algorithm ",
+                                                          to_string(algorithm), " has no CUDA kernel (one_shot, direct, ring, automatic)"));
   }
 }
 
@@ -103,28 +123,11 @@ class Team {
                        kernel::KernelAlgorithm algorithm, const std::vector<cudaStream_t>& streams = {},
                        const std::vector<bool>& takes_part = {}) {
     const char* call = "cuda::Team::all_reduce";
-    if (broken_) throw Error(ErrorCode::peer_failed, "chorus::cuda::Team::all_reduce: an earlier call timed out; make a new Team");
+    check_launch(call, streams, takes_part);
     const auto n = static_cast<std::size_t>(size());
     if (inputs.size() != n || outputs.size() != n) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": one input and one output per rank (", n, "), got ",
                                                                inputs.size(), " and ", outputs.size()));
-    }
-    if (!streams.empty() && streams.size() != 1 && streams.size() != n) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": streams must be empty, one, or one per rank, got ", streams.size()));
-    }
-    // Virtual ranks run in one launch, so on one stream; ranks on different GPUs each need their own.
-    for (std::size_t r = 1; virtual_ && streams.size() == n && r < n; ++r) {
-      if (streams[r] != streams[0]) {
-        throw make_error(ErrorCode::invalid_argument, call, static_cast<int>(r),
-                         "virtual ranks run in one launch: give one stream (or the same for every rank)");
-      }
-    }
-    if (!virtual_ && n > 1 && streams.size() == 1) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks on ", n,
-                                                               " GPUs need one stream each (a stream belongs to one device)"));
-    }
-    if (!takes_part.empty() && takes_part.size() != n) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": takes_part must be empty or one per rank, got ", takes_part.size()));
     }
     if (count > SIZE_MAX / sizeof(T)) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": count ", count, " overflows the byte size"));
@@ -170,6 +173,86 @@ class Team {
     }
     break_unless_done.done = true;
     launched_ = algorithm;
+    launched_call_ = call;
+  }
+
+  // The other collectives, every rank's buffers in one call as all_reduce takes them, with NCCL's meaning
+  // of `count` and of the buffers (core/collective.hpp): broadcast reads the root's input only, reduce
+  // writes the root's output only (the others' may be null). Stream-ordered, like all_reduce.
+  template <class T>
+  void broadcast(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, int root,
+                 Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
+    collective_with<T>(Collective::broadcast, inputs, outputs, count, ReduceOp::sum, root,
+                       kernel_for(Collective::broadcast, algorithm, count * sizeof(T)), streams);
+  }
+  template <class T>
+  void reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
+    collective_with<T>(Collective::reduce, inputs, outputs, count, op, root, kernel_for(Collective::reduce, algorithm, count * sizeof(T)),
+                       streams);
+  }
+  template <class T>
+  void all_gather(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t send_count,
+                  Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
+    collective_with<T>(Collective::all_gather, inputs, outputs, send_count, ReduceOp::sum, 0,
+                       kernel_for(Collective::all_gather, algorithm, send_count * sizeof(T)), streams);
+  }
+  template <class T>
+  void reduce_scatter(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t recv_count, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
+    collective_with<T>(Collective::reduce_scatter, inputs, outputs, recv_count, op, 0,
+                       kernel_for(Collective::reduce_scatter, algorithm, recv_count * sizeof(T)), streams);
+  }
+  template <class T>
+  void all_to_all(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count_per_peer,
+                  Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
+    collective_with<T>(Collective::all_to_all, inputs, outputs, count_per_peer, ReduceOp::sum, 0,
+                       kernel_for(Collective::all_to_all, algorithm, count_per_peer * sizeof(T)), streams);
+  }
+
+  // Any collective with an explicit kernel (tests; see kernel::supports for which serve which).
+  template <class T>
+  void collective_with(Collective collective, const std::vector<const T*>& inputs, const std::vector<T*>& outputs,
+                       std::size_t count, ReduceOp op, int root, kernel::KernelAlgorithm algorithm,
+                       const std::vector<cudaStream_t>& streams = {}, const std::vector<bool>& takes_part = {}) {
+    static const char* const names[kCollectiveCount] = {"cuda::Team::all_reduce", "cuda::Team::reduce_scatter",
+                                                        "cuda::Team::all_gather", "cuda::Team::broadcast",
+                                                        "cuda::Team::reduce", "cuda::Team::all_to_all"};
+    const char* call = names[static_cast<int>(collective)];
+    check_launch(call, streams, takes_part);
+    check_team_call(TeamCallShape{call, collective, algorithm, size(), count, sizeof(T), root},
+                    std::vector<const void*>(inputs.begin(), inputs.end()), std::vector<void*>(outputs.begin(), outputs.end()));
+    const auto n = static_cast<std::size_t>(size());
+    CallBuffers buffers{};
+    for (std::size_t r = 0; r < n; ++r) {
+      buffers.input[r] = inputs[r];
+      buffers.output[r] = outputs[r];
+      buffers.takes_part[r] = takes_part.empty() || takes_part[r] ? 1 : 0;
+    }
+    const auto kernel = &collective_kernel<T>;
+    const CurrentDeviceGuard keep_device;
+    struct BreakUnlessDone {  // as in all_reduce_with: a half-launched call leaves the team broken
+      bool& broken;
+      bool done = false;
+      ~BreakUnlessDone() { if (!done) broken = true; }
+    } break_unless_done{broken_};
+    for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
+      const cudaStream_t stream = streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : first];
+      launch_streams_[first] = stream;
+      check_cuda(cudaSetDevice(devices_[first]), call, static_cast<int>(first), "cudaSetDevice");
+      const kernel::RankView* views = views_[first];
+      int first_rank = static_cast<int>(first);
+      int blocks = blocks_;
+      CollectiveArgs args{collective, count, op, root, algorithm};
+      void* kernel_args[] = {&views, &buffers, &first_rank, &blocks, &args};
+      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
+      check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, dim3(static_cast<unsigned>(options_.threads)),
+                                             kernel_args, 0, stream),
+                 call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
+    }
+    break_unless_done.done = true;
+    launched_ = algorithm;
+    launched_call_ = call;
   }
 
   // Waits for the last all_reduce on every rank's stream (bounded: CHORUS_TIMEOUT_MS plus a grace period; the kernels bound their
@@ -203,7 +286,7 @@ class Team {
       const kernel::TimeoutRecord& record = timeouts_[r];
       if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
       broken_ = true;
-      throw make_error(ErrorCode::timeout, "cuda::Team::all_reduce", record.rank, kernel::to_string(launched_), " block ",
+      throw make_error(ErrorCode::timeout, launched_call_, record.rank, kernel::to_string(launched_), " block ",
                        record.block, " waited ", env::timeout_ms(), " ms for rank ", record.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(record.wait)),
                        ", step ", record.step, "): expected ", record.expected, ", saw ", record.seen);
     }
@@ -245,6 +328,29 @@ class Team {
 
   int ranks_per_launch() const { return virtual_ ? size() : 1; }
 
+  // What every call checks before launching: the team is usable, the streams and takes_part fit.
+  void check_launch(const char* call, const std::vector<cudaStream_t>& streams, const std::vector<bool>& takes_part) const {
+    if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", call, ": an earlier call timed out; make a new Team"));
+    const auto n = static_cast<std::size_t>(size());
+    if (!streams.empty() && streams.size() != 1 && streams.size() != n) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": streams must be empty, one, or one per rank, got ", streams.size()));
+    }
+    // Virtual ranks run in one launch, so on one stream; ranks on different GPUs each need their own.
+    for (std::size_t r = 1; virtual_ && streams.size() == n && r < n; ++r) {
+      if (streams[r] != streams[0]) {
+        throw make_error(ErrorCode::invalid_argument, call, static_cast<int>(r),
+                         "virtual ranks run in one launch: give one stream (or the same for every rank)");
+      }
+    }
+    if (!virtual_ && n > 1 && streams.size() == 1) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks on ", n,
+                                                               " GPUs need one stream each (a stream belongs to one device)"));
+    }
+    if (!takes_part.empty() && takes_part.size() != n) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": takes_part must be empty or one per rank, got ", takes_part.size()));
+    }
+  }
+
   void setup(const char* call) {
     const int n = size();
     for (int r = 0; r < n; ++r) {
@@ -269,7 +375,12 @@ class Team {
             reinterpret_cast<const void*>(&all_reduce_kernel<std::int32_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint32_t>),
             reinterpret_cast<const void*>(&all_reduce_kernel<std::int64_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint64_t>),
             reinterpret_cast<const void*>(&all_reduce_kernel<half>), reinterpret_cast<const void*>(&all_reduce_kernel<bfloat16>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<float>), reinterpret_cast<const void*>(&all_reduce_kernel<double>)}) {
+            reinterpret_cast<const void*>(&all_reduce_kernel<float>), reinterpret_cast<const void*>(&all_reduce_kernel<double>),
+            reinterpret_cast<const void*>(&collective_kernel<std::int8_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint8_t>),
+            reinterpret_cast<const void*>(&collective_kernel<std::int32_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint32_t>),
+            reinterpret_cast<const void*>(&collective_kernel<std::int64_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint64_t>),
+            reinterpret_cast<const void*>(&collective_kernel<half>), reinterpret_cast<const void*>(&collective_kernel<bfloat16>),
+            reinterpret_cast<const void*>(&collective_kernel<float>), reinterpret_cast<const void*>(&collective_kernel<double>)}) {
         check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, r,
                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         blocks_ = std::min(blocks_, per_sm * sms / ranks_per_launch());
@@ -320,6 +431,7 @@ class Team {
       view.ring_position = r;
       view.ring_next = (r + 1) % n;
       view.ring_prev = (r + n - 1) % n;
+      for (int p = 0; p < n; ++p) view.ring_order[p] = p;
       view.state = states_[static_cast<std::size_t>(r)];
       kernel::TimeoutRecord* mapped = nullptr;
       check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), timeouts_ + r, 0), call, r, "cudaHostGetDevicePointer");
@@ -386,6 +498,7 @@ class Team {
     std::swap(timeouts_, other.timeouts_);
     std::swap(broken_, other.broken_);
     std::swap(launched_, other.launched_);
+    std::swap(launched_call_, other.launched_call_);
   }
 
   std::vector<int> devices_;
@@ -401,6 +514,7 @@ class Team {
   kernel::TimeoutRecord* timeouts_ = nullptr;
   bool broken_ = false;
   kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;
+  const char* launched_call_ = "cuda::Team::all_reduce";  // the last call's name, for synchronize()'s timeout message
 };
 
 }  // namespace chorus::cuda

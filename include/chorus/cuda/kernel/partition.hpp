@@ -132,4 +132,41 @@ CHORUS_HOST_DEVICE constexpr Range ring_piece(std::size_t count, int ranks, int 
   return algo::slice_of(share, pieces, piece);
 }
 
+// Barrier-pull collectives other than all_reduce: each round, block b stages `parts` pieces (1 for
+// broadcast, reduce and all_gather: its share of the rank's input; n for reduce_scatter and all_to_all:
+// its share of each rank's block) into slots of whole packs of its segment. 0 if the segment is too small.
+CHORUS_HOST_DEVICE constexpr std::size_t stage_slot_elements(std::size_t segment, int parts, std::size_t per_pack) {
+  return segment / static_cast<std::size_t>(parts) / per_pack * per_pack;
+}
+// Block `block`'s share of round `round` when every round moves `slot` elements per block (of each part):
+// whole packs, so the share fits its slot (slot is a whole number of packs; tests/cuda_twin checks it).
+CHORUS_HOST_DEVICE constexpr Range staged_share(std::size_t count, std::size_t slot, int blocks, int block,
+                                                std::size_t round, std::size_t per_pack) {
+  return packed_share(round_range(count, slot * static_cast<std::size_t>(blocks), round), static_cast<std::size_t>(blocks),
+                      static_cast<std::size_t>(block), per_pack);
+}
+
+// Ring all_gather and reduce_scatter move whole per-rank blocks of `count` elements: block b of every rank
+// takes the same share of each, cut into the same number of pieces of at most a FIFO slot, so every rank
+// takes the same number of steps.
+CHORUS_HOST_DEVICE constexpr std::size_t ring_block_pieces(std::size_t count, int blocks, int block,
+                                                           std::size_t slot_elements) {
+  return algo::slice_count(block_share(Range{0, count}, blocks, block).count, slot_elements);
+}
+CHORUS_HOST_DEVICE constexpr Range ring_block_piece(std::size_t count, int blocks, int block, std::size_t pieces,
+                                                    std::size_t piece) {
+  return algo::slice_of(block_share(Range{0, count}, blocks, block), pieces, piece);
+}
+// algo::ring_reduce_scatter: position p first sends its input's block of position p-1; at step k it
+// receives the partial of position p-2-k's block, folds its own input in and passes it on; the last step
+// (k = n-2) finishes its own block. So the block of position q is folded by q+1, q+2, ..., q.
+CHORUS_HOST_DEVICE constexpr int ring_scatter_send_position(int position, int n) { return algo::mod(position - 1, n); }
+CHORUS_HOST_DEVICE constexpr int ring_scatter_recv_position(int position, int step, int n) {
+  return algo::mod(position - 2 - step, n);
+}
+// algo::ring_all_gather: position p sends its own block, then at step k receives position p-1-k's.
+CHORUS_HOST_DEVICE constexpr int ring_gather_block_position(int position, int step, int n) {
+  return algo::mod(position - 1 - step, n);
+}
+
 }  // namespace chorus::cuda::kernel

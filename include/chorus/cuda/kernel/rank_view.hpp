@@ -107,6 +107,7 @@ struct RankView {
   int ring_next;                      // the rank this one sends to in the ring (Simple)
   int ring_prev;                      // the rank it receives from
   int ring_position;                  // its position on the ring (chunk numbering of algo::ring_*)
+  int ring_order[kMaxRanks];          // position -> rank (ring all_gather / reduce_scatter place blocks by rank)
   RankState* state;                   // this rank's counters
   TimeoutRecord* timeout;             // host-visible record of the first timeout
   std::uint64_t timeout_ns;           // bound on every wait (CHORUS_TIMEOUT_MS)

@@ -1,10 +1,11 @@
-// The CPU twin of chorus's CUDA all-reduce kernels: n ranks whose scratch, signals and counters are host
+// The CPU twin of chorus's CUDA collective kernels: n ranks whose scratch, signals and counters are host
 // memory, and whose blocks and lanes are threads (ranks x blocks x lanes of them), running the very kernel
 // bodies the GPU runs (cuda/kernel/). It is how the kernels are proven where no GPU exists, under
 // AddressSanitizer and ThreadSanitizer, and a way to watch a GPU algorithm on a laptop.
 //
 //   chorus::cuda::twin::Team team(4, {/*blocks*/ 2, /*lanes*/ 4});
 //   team.all_reduce(inputs, outputs, count, ReduceOp::sum, kernel::KernelAlgorithm::ring);  // all ranks at once
+//   team.all_gather(inputs, outputs, send_count, kernel::KernelAlgorithm::one_shot);        // and the others
 #pragma once
 
 #include <chrono>
@@ -21,7 +22,8 @@
 
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
-#include "../kernel/all_reduce.hpp"
+#include "../collective_check.hpp"
+#include "../kernel/collective.hpp"
 #include "host_block.hpp"
 
 namespace chorus::cuda::twin {
@@ -61,50 +63,40 @@ class Team {
   template <class T>
   void all_reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op,
                   kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
-    check_call(inputs.size(), outputs.size(), count, sizeof(T), takes_part.size());
-    for (int r = 0; r < ranks_; ++r) {
-      if (count > 0 && (inputs[static_cast<std::size_t>(r)] == nullptr || outputs[static_cast<std::size_t>(r)] == nullptr)) {
-        throw make_error(ErrorCode::invalid_argument, "cuda::twin::Team::all_reduce", r, "null buffer with count ", count);
-      }
-    }
-    const auto timeout = std::chrono::milliseconds(env::timeout_ms());
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::vector<kernel::RankView> views;
-    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
-    std::vector<std::unique_ptr<LaneGroup>> groups;
-    std::vector<std::thread> threads;
-    std::mutex failure_mutex;
-    std::exception_ptr failure;
-    for (int r = 0; r < ranks_; ++r) {
-      if (!takes_part.empty() && !takes_part[static_cast<std::size_t>(r)]) continue;
-      const kernel::AllReduceCall<T> call{inputs[static_cast<std::size_t>(r)], outputs[static_cast<std::size_t>(r)], count, op};
-      for (int b = 0; b < options_.blocks; ++b) {
-        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
-        LaneGroup& group = *groups.back();
-        for (int lane = 0; lane < options_.lanes; ++lane) {
-          threads.emplace_back([&, r, b, lane, call] {
-            try {
-              kernel::all_reduce(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)], call,
-                                 algorithm);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(failure_mutex);
-              if (!failure) failure = std::current_exception();
-            }
-          });
-        }
-      }
-    }
-    for (std::thread& thread : threads) thread.join();
-    if (failure) std::rethrow_exception(failure);
-    for (int r = 0; r < ranks_; ++r) {
-      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
-      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
-      const kernel::TimeoutRecord seen = record;
-      broken_ = true;
-      throw make_error(ErrorCode::timeout, "cuda::twin::Team::all_reduce", seen.rank, kernel::to_string(algorithm),
-                       " block ", seen.block, " waited ", timeout.count(), " ms for rank ", seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)),
-                       ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
-    }
+    run<T>("cuda::twin::Team::all_reduce", Collective::all_reduce, inputs, outputs, count, op, 0, algorithm, takes_part);
+  }
+
+  // The other collectives, with NCCL's meaning of `count` and of the buffers (core/collective.hpp):
+  // broadcast reads the root's input only (the others' may be null), reduce writes the root's output only.
+  // Algorithms: one_shot (barrier pull through staging) for all; ring for all_gather and reduce_scatter.
+  template <class T>
+  void broadcast(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, int root,
+                 kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
+    run<T>("cuda::twin::Team::broadcast", Collective::broadcast, inputs, outputs, count, ReduceOp::sum, root, algorithm,
+           takes_part);
+  }
+  template <class T>
+  void reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op, int root,
+              kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
+    run<T>("cuda::twin::Team::reduce", Collective::reduce, inputs, outputs, count, op, root, algorithm, takes_part);
+  }
+  template <class T>
+  void all_gather(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t send_count,
+                  kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
+    run<T>("cuda::twin::Team::all_gather", Collective::all_gather, inputs, outputs, send_count, ReduceOp::sum, 0, algorithm,
+           takes_part);
+  }
+  template <class T>
+  void reduce_scatter(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t recv_count, ReduceOp op,
+                      kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
+    run<T>("cuda::twin::Team::reduce_scatter", Collective::reduce_scatter, inputs, outputs, recv_count, op, 0, algorithm,
+           takes_part);
+  }
+  template <class T>
+  void all_to_all(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count_per_peer,
+                  kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
+    run<T>("cuda::twin::Team::all_to_all", Collective::all_to_all, inputs, outputs, count_per_peer, ReduceOp::sum, 0, algorithm,
+           takes_part);
   }
 
   // The counters of rank r's block b.
@@ -147,6 +139,57 @@ class Team {
     kernel::TimeoutRecord timeout;
   };
 
+  template <class T>
+  void run(const char* name, Collective collective, const std::vector<const T*>& inputs, const std::vector<T*>& outputs,
+           std::size_t count, ReduceOp op, int root, kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part) {
+    if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", name, ": an earlier call timed out; make a new Team"));
+    if (takes_part.size() != 0 && takes_part.size() != static_cast<std::size_t>(ranks_)) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", name, ": takes_part must be empty or one per rank, got ",
+                                                               takes_part.size()));
+    }
+    check_team_call(TeamCallShape{name, collective, algorithm, ranks_, count, sizeof(T), root},
+                    std::vector<const void*>(inputs.begin(), inputs.end()), std::vector<void*>(outputs.begin(), outputs.end()));
+    const auto timeout = std::chrono::milliseconds(env::timeout_ms());
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<kernel::RankView> views;
+    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
+    std::vector<std::unique_ptr<LaneGroup>> groups;
+    std::vector<std::thread> threads;
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    for (int r = 0; r < ranks_; ++r) {
+      if (!takes_part.empty() && !takes_part[static_cast<std::size_t>(r)]) continue;
+      const auto i = static_cast<std::size_t>(r);
+      const kernel::CollectiveCall<T> call{collective, inputs[i], outputs[i], count, op, root};
+      for (int b = 0; b < options_.blocks; ++b) {
+        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
+        LaneGroup& group = *groups.back();
+        for (int lane = 0; lane < options_.lanes; ++lane) {
+          threads.emplace_back([&, r, b, lane, call] {
+            try {
+              kernel::collective(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)], call,
+                                 algorithm);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              if (!failure) failure = std::current_exception();
+            }
+          });
+        }
+      }
+    }
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    for (int r = 0; r < ranks_; ++r) {
+      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
+      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
+      const kernel::TimeoutRecord seen = record;
+      broken_ = true;
+      throw make_error(ErrorCode::timeout, name, seen.rank, kernel::to_string(algorithm), " block ", seen.block, " waited ",
+                       timeout.count(), " ms for rank ", seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)),
+                       ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
+    }
+  }
+
   kernel::RankView view_of(int rank, std::chrono::milliseconds timeout) const {
     kernel::RankView view{};
     view.rank = rank;
@@ -164,6 +207,7 @@ class Team {
       view.ring_next = order[static_cast<std::size_t>((p + 1) % ranks_)];
       view.ring_prev = order[static_cast<std::size_t>((p + ranks_ - 1) % ranks_)];
     }
+    for (int p = 0; p < ranks_; ++p) view.ring_order[p] = order[static_cast<std::size_t>(p)];
     view.state = &memory_[static_cast<std::size_t>(rank)]->state;
     view.timeout = &memory_[static_cast<std::size_t>(rank)]->timeout;
     view.timeout_ns = static_cast<std::uint64_t>(timeout.count()) * 1000000u;
@@ -206,22 +250,6 @@ class Team {
         if (ok) seen[static_cast<std::size_t>(r)] = true;
       }
       if (!ok) throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ring_order must be a permutation of 0..", ranks_ - 1));
-    }
-  }
-
-  void check_call(std::size_t inputs, std::size_t outputs, std::size_t count, std::size_t element_bytes,
-                  std::size_t takes_part) const {
-    const char* call = "cuda::twin::Team::all_reduce";
-    if (broken_) throw Error(ErrorCode::peer_failed, "chorus::cuda::twin::Team::all_reduce: an earlier call timed out; make a new Team");
-    if (inputs != static_cast<std::size_t>(ranks_) || outputs != static_cast<std::size_t>(ranks_)) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": one input and one output per rank (", ranks_,
-                                                               "), got ", inputs, " and ", outputs));
-    }
-    if (takes_part != 0 && takes_part != static_cast<std::size_t>(ranks_)) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": takes_part must be empty or one per rank, got ", takes_part));
-    }
-    if (count > SIZE_MAX / element_bytes) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": count ", count, " overflows the byte size"));
     }
   }
 

@@ -1,0 +1,32 @@
+// One rank-block's part of any collective: picks the body for the collective and algorithm (see
+// supports() in collective_call.hpp; the host refuses the rest before launching). The device kernel and
+// the CPU twin both call this, with their own Block.
+#pragma once
+
+#include "all_reduce.hpp"
+#include "collective_call.hpp"
+#include "ring_collectives.hpp"
+#include "staged.hpp"
+
+namespace chorus::cuda::kernel {
+
+CHORUS_HOST_DEVICE_TEMPLATE
+template <class T, class Block>
+CHORUS_HOST_DEVICE inline bool collective(const Block& block, const RankView& view, const CollectiveCall<T>& call,
+                                          KernelAlgorithm algorithm) {
+  if (!supports(call.collective, algorithm)) return false;
+  const bool ring = algorithm == KernelAlgorithm::ring;
+  switch (call.collective) {
+    case Collective::all_reduce:
+      return all_reduce(block, view, AllReduceCall<T>{call.input, call.output, call.count, call.op}, algorithm);
+    case Collective::broadcast: return staged_broadcast(block, view, call);
+    case Collective::reduce: return staged_reduce(block, view, call);
+    case Collective::all_gather: return ring ? ring_all_gather(block, view, call) : staged_all_gather(block, view, call);
+    case Collective::reduce_scatter:
+      return ring ? ring_reduce_scatter(block, view, call) : staged_reduce_scatter(block, view, call);
+    case Collective::all_to_all: return staged_all_to_all(block, view, call);
+  }
+  return false;
+}
+
+}  // namespace chorus::cuda::kernel
