@@ -229,6 +229,15 @@ class Team {
       buffers.output[r] = outputs[r];
       buffers.takes_part[r] = takes_part.empty() || takes_part[r] ? 1 : 0;
     }
+    runtime::CallDescriptor described;
+    described.kind = runtime::kind_of(collective);
+    described.type = data_type_v<T>;
+    described.count = count;
+    described.op = op;
+    described.root = root;
+    const std::size_t bytes =
+        std::max(send_count(collective, count, size()), recv_count(collective, count, size())) * sizeof(T);
+    const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
     const auto kernel = &collective_kernel<T>;
     const CurrentDeviceGuard keep_device;
     struct BreakUnlessDone {  // as in all_reduce_with: a half-launched call leaves the team broken
