@@ -147,29 +147,30 @@ class Endpoint {
 
   // Starts a call that exchanges no descriptor (send, recv): fails now if the family has failed.
   void start(const char* call) {
-    call_ = call;
-    collective_ = false;
-    grace_used_ = false;
+    enter(call);
     try {
       fault_->poll(call_, name());
     } catch (const Error& e) {  // released before the call started: where this rank was is still news
       throw explained(e);
-    }
-    try {
-      timeout_ms_ = env::timeout_ms();
-    } catch (const Error& e) {
-      throw make_error(ErrorCode::invalid_argument, call, name(), e.what());
     }
   }
 
   // Starts a collective call: posts this rank's descriptor to the next rank, the receive of the
   // previous rank's, and this rank's vote. finish() completes both checks; every wait polls them.
   void begin(const char* call, const runtime::CallDescriptor& descriptor) {
-    start(call);
-    collective_ = true;
+    enter(call);
     ++sequence_;
     mine_ = descriptor;
+    // Recorded before the family is polled: a rank released as it enters the call has still made it
+    // (its record shows which call it was making when the others had failed).
     recorder_.post(sequence_, descriptor);
+    try {
+      fault_->poll(call_, name());
+    } catch (const Error& e) {
+      recorder_.end(runtime::CallState::failed);
+      throw explained(e);
+    }
+    collective_ = true;
     checked_ = size_ == 1;
     // With two ranks the neighbour check is already every rank's check: no vote.
     voted_ = evaluated_ = size_ <= 2;
@@ -280,6 +281,18 @@ class Endpoint {
   }
 
  private:
+  // A call's state and its timeout (a malformed CHORUS_TIMEOUT_MS fails it before anything is recorded).
+  void enter(const char* call) {
+    call_ = call;
+    collective_ = false;
+    grace_used_ = false;
+    try {
+      timeout_ms_ = env::timeout_ms();
+    } catch (const Error& e) {
+      throw make_error(ErrorCode::invalid_argument, call, name(), e.what());
+    }
+  }
+
   // begin()'s messages: this rank's descriptor to the next rank, the previous rank's, and the vote.
   void post_checks(const runtime::CallDescriptor& descriptor) {
     memory_->outgoing = to_wire(descriptor, sequence_);
