@@ -85,17 +85,20 @@ class FlightRecorder {
   // reader goes the other way, newest first, and stops at the first entry that is not older than the
   // one after it: what it returns is a run of calls in order, never a newer call in an older one's
   // place (which made a rank look as if it had reached an earlier call, and skewed the summary).
+  // A reader so slow that the owner lapped the whole ring while it read starts again (a few times).
   std::vector<CallRecord> snapshot() const {
     std::vector<CallRecord> records;
-    const std::uint64_t total = recorded_.load(std::memory_order_acquire);
-    if (total == 0 || !entries_) return records;
-    const std::uint64_t kept = total < capacity_ ? total : capacity_;
-    records.reserve(static_cast<std::size_t>(kept));
-    for (std::uint64_t i = total; i-- > total - kept;) {
-      CallRecord record;
-      if (!entries_[static_cast<std::size_t>(i % capacity_)].read(record)) break;
-      if (!records.empty() && record.sequence >= records.back().sequence) break;  // overwritten meanwhile
-      records.push_back(record);
+    for (int attempt = 0; attempt < 16 && records.empty(); ++attempt) {
+      const std::uint64_t total = recorded_.load(std::memory_order_acquire);
+      if (total == 0 || !entries_) return records;
+      const std::uint64_t kept = total < capacity_ ? total : capacity_;
+      records.reserve(static_cast<std::size_t>(kept));
+      for (std::uint64_t i = total; i-- > total - kept;) {
+        CallRecord record;
+        if (!entries_[static_cast<std::size_t>(i % capacity_)].read(record)) break;
+        if (!records.empty() && record.sequence >= records.back().sequence) break;  // overwritten meanwhile
+        records.push_back(record);
+      }
     }
     std::reverse(records.begin(), records.end());
     return records;
