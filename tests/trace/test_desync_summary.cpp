@@ -137,7 +137,16 @@ TEST_CASE("a large team lists the interesting ranks and counts the rest", "[desy
   CHECK_THAT(text, Contains("\n  rank 33: "));
   CHECK_THAT(text, Contains("... 24 more ranks"));
   CHECK(chorus::runtime::desync_summary({}) ==
-        "desync summary (flight recorders of 0 ranks):\n  nothing recorded (CHORUS_TRACE_BUFFER=0)");
+        "desync summary (flight recorders of 0 ranks):\n  nothing recorded (CHORUS_TRACE_BUFFER=0, or no call made yet)");
+}
+
+// With the recorders off (CHORUS_TRACE_BUFFER=0) every rank's record is empty: that is no evidence
+// that the ranks agree, and no rank is behind.
+TEST_CASE("empty records say nothing was recorded, not that the ranks agree", "[desync]") {
+  const std::string text = chorus::runtime::desync_summary({rank_with(0, {}), rank_with(1, {}), rank_with(2, {})});
+  INFO(text);
+  CHECK(text == "desync summary (flight recorders of 3 ranks):\n  nothing recorded (CHORUS_TRACE_BUFFER=0, or no call "
+                "made yet)");
 }
 
 }  // namespace test_desync_summary

@@ -248,7 +248,10 @@ TEST_CASE("CHORUS_TRACE_BUFFER sizes the recorder, 0 turns it off, and bad value
       comm.barrier();
       if (comm.rank() == 0) comm.dump_trace(path);
     });
-    CHECK(read_json(path)["ranks"][1]["calls"].empty());
+    const json record = read_json(path);
+    CHECK(record["ranks"][1]["calls"].empty());
+    CHECK_THAT(record["summary"].get<std::string>(), Contains("nothing recorded (CHORUS_TRACE_BUFFER=0"));
+    CHECK_THAT(record["summary"].get<std::string>(), !Contains("agree"));
   }
   SECTION("malformed values") {
     for (const char* bad : {"lots", "-1", "12k", "1048577", ""}) {

@@ -95,4 +95,54 @@ TEST_CASE("CHORUS_LOG=debug adds the schedule; warn says nothing of this", "[log
   CHECK(quiet.empty());
 }
 
+// At the default level a call that misses the schedule cache must cost nothing for logging: no
+// description of the call, no getenv. The level is read when the run starts; a CHORUS_LOG made
+// malformed in the middle of the run shows any later read of it (log_level() throws on a bad value).
+TEST_CASE("a schedule-cache miss at the default level does not read CHORUS_LOG", "[log][host]") {
+  harness::ScopedEnv level("CHORUS_LOG", "");  // unset: warn
+  Team team(1);  // one rank thread: nothing else reads the environment while it changes
+  std::string error;
+  std::vector<float> result;
+  const std::string text = captured_stderr([&] {
+    harness::run(team, [&](Comm& comm) {
+      setenv("CHORUS_LOG", "bogus", 1);
+      try {
+        std::vector<float> data(37, 2.0f);
+        comm.all_reduce(data.data(), data.data(), data.size(), ReduceOp::sum, Algorithm::ring);  // misses
+        comm.all_reduce(data.data(), data.data(), 5, ReduceOp::max, Algorithm::tree);           // misses
+        result = data;
+      } catch (const chorus::Error& e) {
+        error = e.what();
+      }
+    });
+  });
+  CHECK(error == "");
+  CHECK(text.empty());
+  REQUIRE(result.size() == 37);
+  CHECK(result[0] == 2.0f);
+}
+
+// An explicit CHORUS_TRACE_BUFFER is held to the team's 64 MiB of recorders, with a warning saying so.
+TEST_CASE("CHORUS_TRACE_BUFFER is capped to the team's recorder budget", "[log][host][env]") {
+  using chorus::host::detail::recorder_capacity;
+  harness::ScopedEnv buffer("CHORUS_TRACE_BUFFER", "1048576");
+  CHECK(recorder_capacity(1) == 1048576);  // 64 MiB: exactly the budget
+  std::string text = captured_stderr([&] { CHECK(recorder_capacity(2) == 524288); });
+  CHECK_THAT(text, Contains("chorus WARN: CHORUS_TRACE_BUFFER=1048576 for a team of 2 ranks would take 128 MiB; "
+                            "keeping 524288 calls per rank (the team's recorders are held to 64 MiB)"));
+  text = captured_stderr([&] { CHECK(recorder_capacity(4096) == 256); });
+  CHECK_THAT(text, Contains("keeping 256 calls per rank"));
+  {
+    harness::ScopedEnv small("CHORUS_TRACE_BUFFER", "100");
+    text = captured_stderr([&] { CHECK(recorder_capacity(4096) == 100); });  // within the budget: as asked
+    CHECK(text.empty());
+  }
+  harness::ScopedEnv level("CHORUS_LOG", "info");
+  text = captured_stderr([&] {
+    Team pair(2);
+    harness::run(pair, [](Comm&) {});
+  });
+  CHECK_THAT(text, Contains("team of 2 ranks, flight recorder of 524288 calls per rank"));
+}
+
 }  // namespace test_logging

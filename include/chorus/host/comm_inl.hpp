@@ -129,7 +129,8 @@ CHORUS_FUNC Comm Comm::split(int color, int key) {
     child->set_ring_order(detail::ring_order_of_members(state_->ring_order(), members, n));
     child->set_trace(state_->trace_ptr());
     child->set_automatic(state_->automatic());
-    if (env::log_level() >= LogLevel::info) {
+    child->set_log_level(state_->log_level());
+    if (state_->log_level() >= LogLevel::info) {
       std::string listed;
       for (int r : team_ranks) listed += chorus::detail::concat(listed.empty() ? "" : " ", r);
       log(LogLevel::info, "communicator ", child->id(), ": ", members.size(), " ranks split from communicator ",
@@ -159,7 +160,8 @@ CHORUS_FUNC const std::vector<int>& Comm::ring_order() const {
 
 CHORUS_FUNC void Comm::dump_trace(const std::string& path) const {
   runtime::check_comm("dump_trace", state_ != nullptr);
-  runtime::dump_flight_record(path, state_->flight_records(), "dump_trace", state_->name(rank_));
+  runtime::dump_flight_record(path, state_->flight_records(), state_->dump_origin(), "dump_trace",
+                              state_->name(rank_));
 }
 
 CHORUS_FUNC void Comm::synchronise(const char* name, const runtime::CallDescriptor& call, long timeout_ms) {
@@ -199,10 +201,10 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args, const run
   const algo::Schedule& schedule = me_->schedules.get(
       runtime::schedule_key(call, n, detail::slice_elements(checked.element_size)), state_->schedules(),
       [&](const algo::Schedule& built) {  // a choice this rank has not made lately: say why, once per communicator
-        if (rank_ != 0) return;
+        if (rank_ != 0 || state_->log_level() < LogLevel::info) return;  // off: no description, no getenv
         log(LogLevel::info, "communicator ", state_->id(), ": ", runtime::describe(call), " (", bytes, " B, ", n,
             " ranks): ", algo::to_string(call.pattern), " because ", choice.reason);
-        if (env::log_level() >= LogLevel::debug) log(LogLevel::debug, "schedule:\n", algo::to_table(built));
+        if (state_->log_level() >= LogLevel::debug) log(LogLevel::debug, "schedule:\n", algo::to_table(built));
       });
 
   const runtime::StepMath math{checked.element_size, ops, call.op};

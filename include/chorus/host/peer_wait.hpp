@@ -87,10 +87,9 @@ class PeerWaiter {
       const std::string dir = env::trace_dump_dir();
       std::string dumped;
       if (!dir.empty()) {
-        const std::string path = chorus::detail::concat(dir, "/chorus-flight-record-comm", state_.id(), "-rank", rank_,
-                                                        ".json");
+        const std::string path = runtime::dump_path(dir, chorus::detail::concat("comm", state_.id()), rank_);
         try {
-          runtime::dump_flight_record(path, records, call_, state_.name(rank_));
+          runtime::dump_flight_record(path, records, state_.dump_origin(), call_, state_.name(rank_));
           dumped = chorus::detail::concat("\n  every rank's record: ", path);
         } catch (const Error& e) {
           log(LogLevel::warn, e.what());

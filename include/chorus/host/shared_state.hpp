@@ -16,10 +16,12 @@
 
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/desync_summary.hpp"
+#include "../runtime/flight_record_json.hpp"
 #include "../runtime/flight_recorder.hpp"
 #include "../runtime/schedule_cache.hpp"
 #include "../runtime/step_trace.hpp"
 #include "../core/env.hpp"
+#include "../core/log.hpp"
 #include "channel.hpp"
 #include "fault.hpp"
 #include "scratch_buffer.hpp"
@@ -95,14 +97,22 @@ struct alignas(64) RankSlot {
 
 // Each rank's flight recorder keeps this many calls: CHORUS_TRACE_BUFFER, else 2048, fewer in teams so
 // large that the team's recorders would pass kRecorderBudget bytes (a 4096-rank team keeps 256 calls).
-// Throws chorus::Error for a malformed knob.
+// An explicit CHORUS_TRACE_BUFFER is held to the same budget (at least 64 calls per rank), with a
+// warning: 1048576 calls for each of 4096 ranks would be 256 GiB. Throws chorus::Error for a malformed knob.
+inline constexpr std::size_t kRecorderBudget = std::size_t{64} << 20;
 inline std::size_t recorder_capacity(int team_size) {
-  constexpr std::size_t kRecorderBudget = std::size_t{64} << 20;
   constexpr std::size_t kEntryBytes = 64;
+  constexpr std::size_t kMinimum = 64;
   const long asked = env::trace_buffer();
-  if (asked >= 0) return static_cast<std::size_t>(asked);
-  const std::size_t fits = kRecorderBudget / kEntryBytes / static_cast<std::size_t>(team_size);
-  return std::max<std::size_t>(64, std::min(runtime::FlightRecorder::kDefaultCapacity, fits));
+  const std::size_t fits = std::max(kMinimum, kRecorderBudget / kEntryBytes / static_cast<std::size_t>(team_size));
+  if (asked < 0) return std::min(runtime::FlightRecorder::kDefaultCapacity, fits);
+  if (static_cast<std::size_t>(asked) > fits) {
+    log(LogLevel::warn, "CHORUS_TRACE_BUFFER=", asked, " for a team of ", team_size, " ranks would take ",
+        static_cast<std::size_t>(asked) * kEntryBytes * static_cast<std::size_t>(team_size) >> 20,
+        " MiB; keeping ", fits, " calls per rank (the team's recorders are held to ", kRecorderBudget >> 20, " MiB)");
+    return fits;
+  }
+  return static_cast<std::size_t>(asked);
 }
 
 class SharedState {
@@ -126,6 +136,15 @@ class SharedState {
   // Names this communicator in dumps and traces; unique within the process.
   std::uint32_t id() const { return id_; }
   std::size_t recorder_calls() const { return recorder_calls_; }
+  // CHORUS_LOG as read when the run started (Team::run; a split inherits it), so a call that may log
+  // (a schedule-cache miss) costs a load and a compare, not a getenv, when logging is off.
+  LogLevel log_level() const { return log_level_; }
+  void set_log_level(LogLevel level) { log_level_ = level; }
+
+  // What dumps of this communicator's records say they are of (flight_record_json.hpp).
+  runtime::DumpOrigin dump_origin() const {
+    return runtime::DumpOrigin{chorus::detail::concat(runtime::process_tag(), "-comm", id_), size_};
+  }
 
   // Every rank's flight record, as any rank may read it at any time (a hang's explanation).
   std::vector<runtime::RankRecord> flight_records() const {
@@ -247,6 +266,7 @@ class SharedState {
 
   std::uint32_t id_;
   std::size_t recorder_calls_;
+  LogLevel log_level_ = LogLevel::warn;
   std::shared_ptr<runtime::StepTrace> trace_;
   std::shared_ptr<Fault> fault_;
   std::vector<int> team_ranks_;

@@ -117,7 +117,7 @@ class Team {
   void dump_trace(const std::string& path) const {
     refuse_if_running("dump_trace of");
     std::ofstream file(path);
-    if (file) runtime::write_flight_record_json(file, world_->flight_records());
+    if (file) runtime::write_flight_record_json(file, world_->flight_records(), world_->dump_origin());
     file.close();
     if (!file) {
       throw Error(ErrorCode::invalid_argument,
@@ -143,13 +143,15 @@ class Team {
       std::atomic<bool>& running;
       ~Done() { running.store(false); }
     } done{*running_};
+    LogLevel log_level = LogLevel::warn;
     try {
-      env::log_level();  // a typo in CHORUS_LOG must not go unnoticed in programs that never log
+      log_level = env::log_level();  // a typo in CHORUS_LOG must not go unnoticed in programs that never log
     } catch (const Error& e) {
       throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::host::Team::run: ", e.what()));
     }
     fault_->reset();
     world_->reset();
+    world_->set_log_level(log_level);
     const std::string trace_path = trace_path_.empty() ? env::trace_path() : trace_path_;
     world_->set_trace(trace_path.empty() ? nullptr : std::make_shared<runtime::StepTrace>(size_));
     log(LogLevel::info, "communicator ", world_->id(), ": team of ", size_, " ranks, flight recorder of ",

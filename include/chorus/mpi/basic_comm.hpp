@@ -179,14 +179,15 @@ class BasicComm {
 
   // Writes this rank's flight record (its last CHORUS_TRACE_BUFFER calls on this communicator) as
   // JSON, the format of host::Comm::dump_trace with one rank: each process holds only its own, so
-  // give each rank its own path. Throws chorus::Error when the file cannot be written.
+  // give each rank its own path; chorus-trace-summary merges the files. Throws chorus::Error when the
+  // file cannot be written.
   void dump_trace(const std::string& path) const {
     runtime::check_comm("dump_trace", state_ != nullptr);
     const detail::Endpoint& e = state_->endpoint;
     runtime::RankRecord mine;
     mine.rank = e.rank();
     mine.calls = e.recorder().snapshot();
-    runtime::dump_flight_record(path, {mine}, "dump_trace", e.name());
+    runtime::dump_flight_record(path, {mine}, runtime::DumpOrigin{e.comm_name().text, e.size()}, "dump_trace", e.name());
   }
 
   // MPI_Comm_split, with the contract's null communicator for colour < 0. Collective.
@@ -239,7 +240,7 @@ class BasicComm {
     } catch (const Error& error) {
       recorder.end(runtime::CallState::failed);
       state_->endpoint.fail(error);  // no-op once this rank knows of a failure (a release included)
-      throw;
+      throw state_->endpoint.explained(error);  // + this rank's own record, dumped under CHORUS_TRACE_DUMP
     } catch (const std::exception& error) {
       recorder.end(runtime::CallState::failed);
       state_->endpoint.fail(Error(ErrorCode::internal, error.what()));

@@ -14,6 +14,9 @@
 #include <cstdint>
 
 #include "../algo/build.hpp"
+#include "../algo/printer.hpp"
+#include "../core/log.hpp"
+#include "../runtime/call_record.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/element_ops.hpp"
 #include "../runtime/interpreter.hpp"
@@ -41,7 +44,13 @@ class ScheduledCollectives {
            Endpoint& endpoint) {
     const runtime::CallDescriptor& call = checked.descriptor;
     const algo::Schedule& schedule = cache_.get(
-        runtime::schedule_key(call, endpoint.size(), slice_elements(checked.element_size)), store_);
+        runtime::schedule_key(call, endpoint.size(), slice_elements(checked.element_size)), store_,
+        [&](const algo::Schedule& built) {  // a schedule this rank has not used lately; off: nothing to build
+          if (endpoint.rank() != 0 || endpoint.log_level() < LogLevel::info) return;
+          log(LogLevel::info, "communicator ", endpoint.comm_name().text, ": ", runtime::describe(call), " (",
+              args.count * checked.element_size, " B, ", endpoint.size(), " ranks)");
+          if (endpoint.log_level() >= LogLevel::debug) log(LogLevel::debug, "schedule:\n", algo::to_table(built));
+        });
     const runtime::Buffers buffers{checked.uses_send ? static_cast<const std::byte*>(args.send) : nullptr,
                                    checked.uses_recv ? static_cast<std::byte*>(args.recv) : nullptr, nullptr};
     MessageTransport transport(endpoint);

@@ -25,6 +25,7 @@
 #include "../runtime/wait.hpp"
 #include "call_memory.hpp"
 #include "check.hpp"
+#include "failure_record.hpp"
 #include "fault_channel.hpp"
 
 namespace chorus::mpi::detail {
@@ -68,8 +69,15 @@ class Endpoint {
  public:
   // `family`: the fault channel of the communicator this one was split from (null: start a family).
   Endpoint(MPI_Comm comm, std::shared_ptr<FaultChannel> family, const char* call) : fault_(std::move(family)) {
-    const long calls = env::trace_buffer();  // first: a malformed knob throws before any MPI object exists
-    recorder_.set_capacity(calls >= 0 ? static_cast<std::size_t>(calls) : runtime::FlightRecorder::kDefaultCapacity);
+    // First: a malformed knob throws before any MPI object exists. One rank per process, so the
+    // largest CHORUS_TRACE_BUFFER (env::kMaxTraceBuffer, 64 MiB) already fits the host backend's budget.
+    try {
+      const long calls = env::trace_buffer();
+      recorder_.set_capacity(calls >= 0 ? static_cast<std::size_t>(calls) : runtime::FlightRecorder::kDefaultCapacity);
+      log_level_ = env::log_level();
+    } catch (const Error& e) {
+      throw Error(e.code(), chorus::detail::concat("chorus::", call, ": ", e.what()));
+    }
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -85,6 +93,7 @@ class Endpoint {
     p2p_ = duplicate(comm, call);
     MPI_Comm_rank(data_, &rank_);
     MPI_Comm_size(data_, &size_);
+    comm_name_ = name_communicator(data_, rank_, call);
     if (!fault_) fault_ = std::make_shared<FaultChannel>(duplicate(comm, call));
     // Ranks sharing this node decide how waits back off (runtime/wait.hpp): more processes than
     // cores must sleep early or they starve the process being waited for.
@@ -126,49 +135,53 @@ class Endpoint {
   // This rank's last calls (docs/debugging.md); only this process's rank: ranks do not share memory.
   runtime::FlightRecorder& recorder() { return recorder_; }
   const runtime::FlightRecorder& recorder() const { return recorder_; }
+  // This communicator's name in dumps, the same on every rank (failure_record.hpp).
+  const CommName& comm_name() const { return comm_name_; }
+  // CHORUS_LOG as read when this communicator was created.
+  LogLevel log_level() const { return log_level_; }
+
+  // A failed call's error with this rank's own last calls, dumped under CHORUS_TRACE_DUMP (once).
+  Error explained(const Error& error) {
+    return with_own_record(error, recorder_, rank_, size_, comm_name_, call_, name(), dumped_);
+  }
 
   // Starts a call that exchanges no descriptor (send, recv): fails now if the family has failed.
   void start(const char* call) {
-    call_ = call;
-    collective_ = false;
-    grace_used_ = false;
-    fault_->poll(call_, name());
+    enter(call);
     try {
-      timeout_ms_ = env::timeout_ms();
-    } catch (const Error& e) {
-      throw make_error(ErrorCode::invalid_argument, call, name(), e.what());
+      fault_->poll(call_, name());
+    } catch (const Error& e) {  // released before the call started: where this rank was is still news
+      throw explained(e);
     }
   }
 
   // Starts a collective call: posts this rank's descriptor to the next rank, the receive of the
   // previous rank's, and this rank's vote. finish() completes both checks; every wait polls them.
   void begin(const char* call, const runtime::CallDescriptor& descriptor) {
-    start(call);
-    collective_ = true;
+    enter(call);
     ++sequence_;
     mine_ = descriptor;
+    // Recorded before the family is polled: a rank released as it enters the call has still made it
+    // (its record shows which call it was making when the others had failed).
     recorder_.post(sequence_, descriptor);
+    try {
+      fault_->poll(call_, name());
+    } catch (const Error& e) {
+      recorder_.end(runtime::CallState::failed);
+      throw explained(e);
+    }
+    collective_ = true;
     checked_ = size_ == 1;
     // With two ranks the neighbour check is already every rank's check: no vote.
     voted_ = evaluated_ = size_ <= 2;
     if (checked_) return;
-    memory_->outgoing = to_wire(descriptor, sequence_);
-    memory_->incoming = WireCall{};
-    check_mpi(MPI_Isend(&memory_->outgoing, sizeof(WireCall), MPI_BYTE, (rank_ + 1) % size_, kDescriptorTag,
-                        control_, &check_[0]), call_, name(), "MPI_Isend");
-    check_mpi(MPI_Irecv(&memory_->incoming, sizeof(WireCall), MPI_BYTE, previous(), kDescriptorTag, control_,
-                        &check_[1]), call_, name(), "MPI_Irecv");
-    const WireCall& w = memory_->outgoing;
-    const std::int64_t fields[kVotedFields] = {static_cast<std::int64_t>(w.sequence), w.kind, w.type,
-                                               static_cast<std::int64_t>(w.count), w.op, w.root, w.pattern,
-                                               w.in_place};
-    for (int i = 0; i < kVotedFields; ++i) {
-      memory_->votes[i] = fields[i];                  // the maximum
-      memory_->votes[kVotedFields + i] = -fields[i];  // minus the minimum
+    try {
+      post_checks(descriptor);
+    } catch (const Error& e) {  // the call failed before its first wait: recorded failed, peers released
+      recorder_.end(runtime::CallState::failed);
+      fail(e);
+      throw explained(e);
     }
-    if (voted_) return;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, memory_->votes, 2 * kVotedFields, MPI_INT64_T, MPI_MAX, control_, &vote_),
-              call_, name(), "MPI_Iallreduce");
   }
 
   // Waits (bounded) until every rank has voted, and throws mismatch if any differ. Called before
@@ -268,6 +281,39 @@ class Endpoint {
   }
 
  private:
+  // A call's state and its timeout (a malformed CHORUS_TIMEOUT_MS fails it before anything is recorded).
+  void enter(const char* call) {
+    call_ = call;
+    collective_ = false;
+    grace_used_ = false;
+    try {
+      timeout_ms_ = env::timeout_ms();
+    } catch (const Error& e) {
+      throw make_error(ErrorCode::invalid_argument, call, name(), e.what());
+    }
+  }
+
+  // begin()'s messages: this rank's descriptor to the next rank, the previous rank's, and the vote.
+  void post_checks(const runtime::CallDescriptor& descriptor) {
+    memory_->outgoing = to_wire(descriptor, sequence_);
+    memory_->incoming = WireCall{};
+    check_mpi(MPI_Isend(&memory_->outgoing, sizeof(WireCall), MPI_BYTE, (rank_ + 1) % size_, kDescriptorTag,
+                        control_, &check_[0]), call_, name(), "MPI_Isend");
+    check_mpi(MPI_Irecv(&memory_->incoming, sizeof(WireCall), MPI_BYTE, previous(), kDescriptorTag, control_,
+                        &check_[1]), call_, name(), "MPI_Irecv");
+    const WireCall& w = memory_->outgoing;
+    const std::int64_t fields[kVotedFields] = {static_cast<std::int64_t>(w.sequence), w.kind, w.type,
+                                               static_cast<std::int64_t>(w.count), w.op, w.root, w.pattern,
+                                               w.in_place};
+    for (int i = 0; i < kVotedFields; ++i) {
+      memory_->votes[i] = fields[i];                  // the maximum
+      memory_->votes[kVotedFields + i] = -fields[i];  // minus the minimum
+    }
+    if (voted_) return;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, memory_->votes, 2 * kVotedFields, MPI_INT64_T, MPI_MAX, control_, &vote_),
+              call_, name(), "MPI_Iallreduce");
+  }
+
   void evaluate_vote() {
     voted_ = true;
     if (evaluated_) return;
@@ -325,6 +371,9 @@ class Endpoint {
   const char* call_ = "";
   std::uint64_t sequence_ = 0;
   runtime::FlightRecorder recorder_;
+  CommName comm_name_;
+  LogLevel log_level_ = LogLevel::warn;
+  bool dumped_ = false;  // this rank's record was written under CHORUS_TRACE_DUMP
   runtime::CallDescriptor mine_;
   bool checked_ = true;
   bool collective_ = false;

@@ -103,13 +103,32 @@ inline Disagreement first_disagreement(const std::vector<RankRecord>& ranks) {
   return result;
 }
 
+// "rank 2: last done call 1 all_reduce ...; now call 2 broadcast ...: running, at step 3 of 8 (peer 1)":
+// what one rank's record says of where it is (the summary's per-rank line; an MPI rank's own error).
+inline std::string rank_line(const RankRecord& rank) {
+  using chorus::detail::concat;
+  const CallRecord* done = nullptr;
+  const CallRecord* current = nullptr;
+  for (const CallRecord& record : rank.calls) {
+    if (record.state == CallState::done) done = &record;
+  }
+  if (!rank.calls.empty() && rank.calls.back().state != CallState::done) current = &rank.calls.back();
+  std::string text = concat("rank ", rank.rank, ": last done ",
+                            done != nullptr ? concat("call ", done->sequence, " ", describe(done->call)) : std::string("none"),
+                            "; now ", current != nullptr ? describe(*current) : std::string("no call in progress"));
+  if (rank.returned) text += " (returned from its function)";
+  return text;
+}
+
 // The summary text: a heading and one line per finding and per rank (at most kMaxRankLines ranks,
 // those behind or disagreeing first).
 inline std::string desync_summary(const std::vector<RankRecord>& ranks) {
   constexpr std::size_t kMaxRankLines = 16;
   using chorus::detail::concat;
   std::string text = concat("desync summary (flight recorders of ", ranks.size(), " ranks):");
-  if (ranks.empty()) return text + "\n  nothing recorded (CHORUS_TRACE_BUFFER=0)";
+  // No record at all (CHORUS_TRACE_BUFFER=0, or no call made yet) is not agreement: say so, and nothing else.
+  const bool recorded = std::any_of(ranks.begin(), ranks.end(), [](const RankRecord& r) { return !r.calls.empty(); });
+  if (!recorded) return text + "\n  nothing recorded (CHORUS_TRACE_BUFFER=0, or no call made yet)";
   const auto by_rank = [&](int r) -> const RankRecord& {
     for (const RankRecord& rank : ranks) {
       if (rank.rank == r) return rank;
@@ -183,17 +202,7 @@ inline std::string desync_summary(const std::vector<RankRecord>& ranks) {
   const std::size_t shown = std::min(order.size(), kMaxRankLines);
   std::sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown));
   for (std::size_t i = 0; i < shown; ++i) {
-    const RankRecord& rank = by_rank(order[i]);
-    const CallRecord* done = nullptr;
-    const CallRecord* current = nullptr;
-    for (const CallRecord& record : rank.calls) {
-      if (record.state == CallState::done) done = &record;
-    }
-    if (!rank.calls.empty() && rank.calls.back().state != CallState::done) current = &rank.calls.back();
-    text += concat("\n  rank ", rank.rank, ": last done ",
-                   done != nullptr ? concat("call ", done->sequence, " ", describe(done->call)) : std::string("none"),
-                   "; now ", current != nullptr ? describe(*current) : std::string("no call in progress"));
-    if (rank.returned) text += " (returned from its function)";
+    text += "\n  " + rank_line(by_rank(order[i]));
   }
   if (shown < order.size()) text += concat("\n  ... ", order.size() - shown, " more ranks");
   return text;

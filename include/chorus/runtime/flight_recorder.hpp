@@ -6,9 +6,10 @@
 // times out reads every peer's recorder to say who is behind. Each entry is a seqlock over atomic
 // words, so the writer never waits or locks and a reader retries the rare entry it caught half
 // written. The ring is allocated once, on the rank's first call; after that recording allocates
-// nothing and costs a clock read at each end of a call and a few relaxed stores.
+// nothing and costs a clock read at each end of a call and a few stores.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -51,20 +52,24 @@ class FlightRecorder {
     current_->write(record);
     recorded_.store(++sequence_count_, std::memory_order_release);
   }
-  // Owner only, after post(): the schedule is known and the steps start.
+  // Owner only, after post(): the schedule is known and the steps start. The in-place updates below
+  // change one word each and then the state, with release stores; a reader loads the state first,
+  // with acquire (Entry::read), so a state it sees comes with what was written before it: a "done"
+  // call always has its end time, a "running" one its step count. (Bumping the seqlock for them
+  // instead would let an owner stepping fast starve a reader.)
   void run(std::int32_t steps) {
     if (current_ == nullptr) return;
-    current_->word[kSteps].store(pack_steps(current_->root(), steps), std::memory_order_relaxed);
-    set_state(CallState::running);
+    current_->word[kSteps].store(pack_steps(current_->root(), steps), std::memory_order_release);
+    current_->set_state(CallState::running);
   }
   void at_step(std::int32_t step, std::int32_t peer) {
     if (current_ == nullptr) return;
-    current_->word[kStep].store(pack_pair(step, peer), std::memory_order_relaxed);
+    current_->word[kStep].store(pack_pair(step, peer), std::memory_order_release);
   }
   void end(CallState state) {
     if (current_ == nullptr) return;
-    current_->word[kEnd].store(static_cast<std::uint64_t>(steady_now_ns()), std::memory_order_relaxed);
-    set_state(state);
+    current_->word[kEnd].store(static_cast<std::uint64_t>(steady_now_ns()), std::memory_order_release);
+    current_->set_state(state);
     current_ = nullptr;
   }
 
@@ -75,17 +80,27 @@ class FlightRecorder {
     recorded_.store(0, std::memory_order_relaxed);
   }
 
-  // Any thread: the records still in the ring, oldest first.
+  // Any thread: the records still in the ring, oldest first. While the owner keeps calling, it
+  // overwrites the oldest entries under the reader's eyes (the ring wraps), oldest first. So the
+  // reader goes the other way, newest first, and stops at the first entry that is not older than the
+  // one after it: what it returns is a run of calls in order, never a newer call in an older one's
+  // place (which made a rank look as if it had reached an earlier call, and skewed the summary).
+  // A reader so slow that the owner lapped the whole ring while it read starts again (a few times).
   std::vector<CallRecord> snapshot() const {
     std::vector<CallRecord> records;
-    const std::uint64_t total = recorded_.load(std::memory_order_acquire);
-    if (total == 0 || !entries_) return records;
-    const std::uint64_t kept = total < capacity_ ? total : capacity_;
-    records.reserve(static_cast<std::size_t>(kept));
-    for (std::uint64_t i = total - kept; i < total; ++i) {
-      CallRecord record;
-      if (entries_[static_cast<std::size_t>(i % capacity_)].read(record)) records.push_back(record);
+    for (int attempt = 0; attempt < 16 && records.empty(); ++attempt) {
+      const std::uint64_t total = recorded_.load(std::memory_order_acquire);
+      if (total == 0 || !entries_) return records;
+      const std::uint64_t kept = total < capacity_ ? total : capacity_;
+      records.reserve(static_cast<std::size_t>(kept));
+      for (std::uint64_t i = total; i-- > total - kept;) {
+        CallRecord record;
+        if (!entries_[static_cast<std::size_t>(i % capacity_)].read(record)) break;
+        if (!records.empty() && record.sequence >= records.back().sequence) break;  // overwritten meanwhile
+        records.push_back(record);
+      }
     }
+    std::reverse(records.begin(), records.end());
     return records;
   }
 
@@ -112,6 +127,12 @@ class FlightRecorder {
 
     std::int32_t root() const { return low(word[kSteps].load(std::memory_order_relaxed)); }
 
+    void set_state(CallState state) {
+      const std::uint64_t fields = word[kFields].load(std::memory_order_relaxed);
+      word[kFields].store((fields & ~(std::uint64_t{0xff} << 40)) | static_cast<std::uint64_t>(state) << 40,
+                          std::memory_order_release);
+    }
+
     void write(const CallRecord& r) {
       // Seqlock without fences (Boehm, "Can seqlocks get along with programming language memory
       // models?"): release stores of the words keep the odd version ahead of them, acquire loads in
@@ -135,8 +156,12 @@ class FlightRecorder {
       for (int attempt = 0; attempt < 8; ++attempt) {
         const std::uint64_t before = version.load(std::memory_order_acquire);
         if (before % 2 != 0) continue;
+        // The state first: what run() and end() wrote before it is then visible (see run()).
         std::uint64_t w[kWords];
-        for (int i = 0; i < kWords; ++i) w[i] = word[i].load(std::memory_order_acquire);
+        w[kFields] = word[kFields].load(std::memory_order_acquire);
+        for (int i = 0; i < kWords; ++i) {
+          if (i != kFields) w[i] = word[i].load(std::memory_order_acquire);
+        }
         if (version.load(std::memory_order_relaxed) != before) continue;
         r.sequence = w[kSequence];
         r.call.count = static_cast<std::size_t>(w[kCount]);
@@ -152,17 +177,18 @@ class FlightRecorder {
         r.steps = high(w[kSteps]);
         r.step = low(w[kStep]);
         r.peer = high(w[kStep]);
+        // Words written after the state was loaded belong to a later state of the call: leave them out.
+        if (r.state == CallState::posted) {
+          r.steps = 0;
+          r.step = CallRecord::kNoStep;
+          r.peer = -1;
+        }
+        if (r.state == CallState::posted || r.state == CallState::running) r.end_ns = 0;
         return true;
       }
       return false;
     }
   };
-
-  void set_state(CallState state) {
-    const std::uint64_t fields = current_->word[kFields].load(std::memory_order_relaxed);
-    current_->word[kFields].store((fields & ~(std::uint64_t{0xff} << 40)) | static_cast<std::uint64_t>(state) << 40,
-                                  std::memory_order_relaxed);
-  }
 
   std::size_t capacity_ = kDefaultCapacity;
   std::unique_ptr<Entry[]> entries_;

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "../algo/build.hpp"
-#include "../core/log.hpp"
 #include "schedule_cache.hpp"
 
 namespace chorus::runtime {
@@ -15,9 +14,8 @@ CHORUS_FUNC algo::Schedule build_schedule(const ScheduleKey& key, const std::vec
   options.slice = key.slice;
   options.in_place = key.in_place;
   options.ring_order = ring_order;
-  chorus::log(LogLevel::debug, "building ", to_string(key.collective), " schedule, pattern ",
-              algo::to_string(key.pattern), ", ", key.ranks, " ranks, count ", key.count,
-              key.in_place ? ", in place" : "");
+  // No logging here: the backends log a choice and its schedule on a miss, at the level they read when
+  // the communicator started, so a build at the default level never reads the environment.
   return algo::build(key.collective, key.pattern, key.ranks, key.count, key.root, options);
 }
 
