@@ -23,6 +23,7 @@
 
 #include "p2p_host.hpp"
 #include "p2p_matrix.hpp"
+#include "p2p_matrix_json.hpp"
 
 #ifndef CHORUS_VERSION
 #define CHORUS_VERSION "unknown"
@@ -53,16 +54,6 @@ std::vector<int> chosen_cpus(bool given, const std::string& text) {
     }
   }
   return cpus;
-}
-
-nlohmann::json matrix_json(const p2p::Matrix& m) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : m.cells) {
-    nlohmann::json values = nlohmann::json::array();
-    for (const auto& cell : row) values.push_back(cell ? nlohmann::json(*cell) : nlohmann::json(nullptr));
-    rows.push_back(values);
-  }
-  return {{"title", m.title}, {"diagonal", m.diagonal}, {"values", rows}};
 }
 
 }  // namespace
@@ -162,9 +153,9 @@ int main(int argc, char** argv) {
                             {"latency_iters", settings.latency_iters},
                             {"cpus", cpus},
                             {"numa_nodes", nodes},
-                            {"unidirectional_gbps", matrix_json(uni)},
-                            {"bidirectional_gbps", matrix_json(bi)},
-                            {"latency_us", matrix_json(latency)}};
+                            {"unidirectional_gbps", p2p::matrix_json(uni)},
+                            {"bidirectional_gbps", p2p::matrix_json(bi)},
+                            {"latency_us", p2p::matrix_json(latency)}};
       std::ofstream out(json_path);
       out << doc.dump(2) << "\n";
       if (!out) throw chorus::Error(chorus::ErrorCode::invalid_argument, "cannot write JSON to " + json_path);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../p2p_matrix.hpp"
+#include "../p2p_matrix_json.hpp"
 
 namespace {
 
@@ -236,16 +237,6 @@ double latency_us(const Gpu& a, const Gpu& b, const Settings& s) {
   return chorus::bench::median(samples);
 }
 
-nlohmann::json matrix_json(const p2p::Matrix& m) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : m.cells) {
-    nlohmann::json values = nlohmann::json::array();
-    for (const auto& cell : row) values.push_back(cell ? nlohmann::json(*cell) : nlohmann::json(nullptr));
-    rows.push_back(values);
-  }
-  return {{"title", m.title}, {"diagonal", m.diagonal}, {"values", rows}};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -352,11 +343,11 @@ int main(int argc, char** argv) {
     nlohmann::json doc = {{"tool", "chorus-p2p-cuda"},          {"bytes", s.bytes},
                           {"iters", s.iters},                   {"repeats", s.repeats},
                           {"latency_iters", s.latency_iters},   {"gpus", count},
-                          {"ce_unidirectional_gbps", matrix_json(ce_uni)},
-                          {"ce_bidirectional_gbps", matrix_json(ce_bi)},
-                          {"sm_unidirectional_gbps", matrix_json(sm_uni)},
-                          {"sm_bidirectional_gbps", matrix_json(sm_bi)},
-                          {"latency_us", matrix_json(latency)}};
+                          {"ce_unidirectional_gbps", p2p::matrix_json(ce_uni)},
+                          {"ce_bidirectional_gbps", p2p::matrix_json(ce_bi)},
+                          {"sm_unidirectional_gbps", p2p::matrix_json(sm_uni)},
+                          {"sm_bidirectional_gbps", p2p::matrix_json(sm_bi)},
+                          {"latency_us", p2p::matrix_json(latency)}};
     std::ofstream out(json_path);
     out << doc.dump(2) << "\n";
     if (!out) {
