@@ -163,6 +163,57 @@ TEST_CASE("a rank that skips a call: the others time out with a record, nobody h
   }
 }
 
+// A line that last carried flag 2 some 2^32 rounds ago, never overwritten since (the calls in between
+// were smaller): planted in every line of every rank's LL buffer, with data no rank sends.
+void plant_stale_lines(Team& team, std::uint32_t flag) {
+  for (int r = 0; r < team.size(); ++r) {
+    auto* lines = reinterpret_cast<std::uint64_t*>(team.scratch(r) + team.layout().ll_offset());
+    for (std::size_t i = 0; i < team.layout().ll_bytes / sizeof(std::uint64_t); ++i) {
+      lines[i] = chorus::cuda::kernel::ll_line(0x7f7f7f7fu, flag);
+    }
+  }
+}
+
+TEST_CASE("LL buffers are cleared when the flag wraps, so a stale line with the new flag is never read") {
+  const std::uint32_t after_wrap = chorus::cuda::kernel::next_ll_flag(0xffffffffu);
+  {
+    Team team(4, options_with(1, 64, 2));
+    team.advance_counters_to(0xffffffffu);  // the next LL round's flag wraps
+    plant_stale_lines(team, after_wrap);
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < 4; ++r) inputs.push_back(order_sensitive<float>(r, 40, 7u));  // 40 lines: 3 rounds
+    const Outputs got = run_both(team, order_of(4), inputs, ReduceOp::sum, KernelAlgorithm::ll_one_shot, false);
+    for (int r = 0; r < 4; ++r) {
+      INFO("rank " << r);
+      REQUIRE(first_difference(got.twin[static_cast<std::size_t>(r)], got.host[static_cast<std::size_t>(r)]) == -1);
+    }
+    CHECK(team.counters(0, 0).ll_epoch == after_wrap + 2);
+  }
+  {
+    // A rank that skips the wrapping call: the stale lines would let the others finish with its "data";
+    // they must time out instead.
+    Team team(4, options_with(1, 64, 2));
+    team.advance_counters_to(0xffffffffu);
+    plant_stale_lines(team, after_wrap);
+    std::vector<std::vector<float>> in(4, std::vector<float>(8, 1.0f)), out(4, std::vector<float>(8));
+    std::vector<const float*> in_ptr;
+    std::vector<float*> out_ptr;
+    for (int r = 0; r < 4; ++r) {
+      in_ptr.push_back(in[static_cast<std::size_t>(r)].data());
+      out_ptr.push_back(out[static_cast<std::size_t>(r)].data());
+    }
+    ErrorCode code = ErrorCode::internal;
+    with_timeout_ms("300", [&] {
+      try {
+        team.all_reduce<float>(in_ptr, out_ptr, 8, ReduceOp::sum, KernelAlgorithm::ll_one_shot, {true, true, true, false});
+      } catch (const chorus::Error& e) {
+        code = e.code();
+      }
+    });
+    CHECK(code == ErrorCode::timeout);
+  }
+}
+
 TEST_CASE("bad arguments are refused with the call, the rank and the value") {
   const auto refused = [](auto&& fn, const std::string& text) {
     try {

@@ -9,6 +9,10 @@
 // block has finished round f. That needs every round to carry at least one line from every rank to every
 // rank through the same block, so LL runs in block 0 alone (other blocks return at once) and a call with
 // no elements does no round.
+//
+// Flags are 32 bits: after 2^32 - 2 rounds a flag value comes back, and a line untouched since it last
+// carried that flag (a large call, billions of small ones, a large one again) would pass for fresh. So the
+// round whose flag wraps first clears the LL buffers behind two barriers (ll_clear_at_wrap).
 #pragma once
 
 #include <cstring>
@@ -19,6 +23,26 @@
 #include "partition.hpp"
 
 namespace chorus::cuda::kernel {
+
+// Every rank zeroes its own LL buffer (flag 0 is never a call's) between two barriers of block 0: after
+// the first no peer still writes or reads a round of the old flags, and the second keeps every peer's
+// first round of the new flags behind the zeroes. Runs once per 2^32 - 2 rounds, on every rank at the
+// same round, since all ranks count the same rounds.
+CHORUS_HOST_DEVICE_TEMPLATE
+template <class Block>
+CHORUS_HOST_DEVICE inline bool ll_clear_at_wrap(const Block& block, const RankView& view, BlockCounters& counters) {
+  std::uint32_t counter = counters.barrier_epoch;
+  if (!flag_barrier(block, view, ++counter)) return false;
+  auto* lines = reinterpret_cast<std::uint64_t*>(view.scratch[view.rank] + view.layout.ll_offset());
+  const std::size_t words = view.layout.ll_bytes / sizeof(std::uint64_t);
+  for (std::size_t i = static_cast<std::size_t>(block.lane()); i < words; i += static_cast<std::size_t>(block.lanes())) {
+    block.store_line(lines + i, 0);
+  }
+  if (!flag_barrier(block, view, ++counter)) return false;
+  block.sync();  // every lane has read the counter before lane 0 moves it on
+  if (block.lane() == 0) counters.barrier_epoch = counter;
+  return true;
+}
 
 // Line `line` of source `source`, parity `parity` (the flag's low bit), in `rank`'s LL buffer.
 CHORUS_HOST_DEVICE inline std::uint64_t* ll_slot(const RankView& view, int rank, std::uint32_t parity, int source,
@@ -46,7 +70,12 @@ CHORUS_HOST_DEVICE inline bool ll_one_shot_all_reduce(const Block& block, const 
   const int divide = call.op == ReduceOp::avg ? view.nranks : 0;
   bool ok = true;
   for (std::size_t r = 0; r < rounds && ok; ++r) {
-    flag = next_ll_flag(flag);
+    const std::uint32_t next = next_ll_flag(flag);
+    if (next < flag && !ll_clear_at_wrap(block, view, counters)) {
+      ok = false;
+      break;
+    }
+    flag = next;
     const std::uint32_t parity = flag & 1u;
     const Range round = round_range(total_units, units_per_round, r);
     // The same lane pushes and then reads a unit, so writing the output in place never overwrites input

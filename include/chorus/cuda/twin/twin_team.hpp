@@ -104,6 +104,9 @@ class Team {
     return memory_.at(static_cast<std::size_t>(rank))->state.block[block];
   }
 
+  // Rank r's scratch (layout() says where each protocol's region is): tests plant stale data in it.
+  unsigned char* scratch(int rank) { return memory_.at(static_cast<std::size_t>(rank))->scratch; }
+
   // Puts every counter and every signal where `value` barriers, LL calls and FIFO steps would have left
   // them, consistently on all ranks: how the tests reach the 32-bit wrap without 2^32 calls.
   void advance_counters_to(std::uint32_t value) {
