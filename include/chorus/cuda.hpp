@@ -6,7 +6,6 @@
 #error "chorus: <chorus/cuda.hpp> holds CUDA kernels: compile this unit with nvcc (or include <chorus/cuda/twin/twin_team.hpp> for the CPU twin)"
 #endif
 
-#include "cuda/all_reduce_kernel.cuh"
 #include "cuda/collective_kernel.cuh"
 #include "cuda/device_block.cuh"
 #include "cuda/runtime_check.hpp"

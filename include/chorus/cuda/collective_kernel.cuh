@@ -1,13 +1,21 @@
-// The kernel of every collective but all_reduce's own entry (all_reduce_kernel.cuh): the per-block bodies
-// of cuda/kernel/collective.hpp, the same the CPU twin runs, instantiated with DeviceBlock. Launched as
-// all_reduce_kernel is: one launch may carry several (virtual) ranks, rank = blockIdx.x / blocks.
+// The one kernel of every collective: the per-block bodies of cuda/kernel/collective.hpp (the same the CPU
+// twin runs), instantiated with DeviceBlock. One launch may carry several ranks (virtual ranks on one GPU:
+// grid = ranks x blocks, rank = blockIdx.x / blocks); the views and per-rank buffers are in device memory
+// or passed by value, so the launch's arguments stay small and a captured CUDA graph can be replayed.
+// One entry point for all collectives keeps the instantiations (and nvcc's time) to one per element type.
 #pragma once
 
-#include "all_reduce_kernel.cuh"
 #include "device_block.cuh"
 #include "kernel/collective.hpp"
 
 namespace chorus::cuda {
+
+// Every rank's buffers for one call, passed by value (a few hundred bytes of kernel parameters).
+struct CallBuffers {
+  const void* input[kernel::kMaxRanks];
+  void* output[kernel::kMaxRanks];
+  int takes_part[kernel::kMaxRanks];  // 0: the rank skips the call (tests of the timeout path)
+};
 
 // What every rank's call shares, passed by value.
 struct CollectiveArgs {

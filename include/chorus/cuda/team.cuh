@@ -17,7 +17,6 @@
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/nvtx_range.hpp"
-#include "all_reduce_kernel.cuh"
 #include "collective_check.hpp"
 #include "collective_kernel.cuh"
 #include "runtime_check.hpp"
@@ -118,62 +117,12 @@ class Team {
     all_reduce_with(inputs, outputs, count, op, kernel_for(algorithm, count * sizeof(T), size()), streams, takes_part);
   }
 
+  // all_reduce with an explicit kernel (tests, benchmarks): the same launch as every collective.
   template <class T>
   void all_reduce_with(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op,
                        kernel::KernelAlgorithm algorithm, const std::vector<cudaStream_t>& streams = {},
                        const std::vector<bool>& takes_part = {}) {
-    const char* call = "cuda::Team::all_reduce";
-    check_launch(call, streams, takes_part);
-    const auto n = static_cast<std::size_t>(size());
-    if (inputs.size() != n || outputs.size() != n) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": one input and one output per rank (", n, "), got ",
-                                                               inputs.size(), " and ", outputs.size()));
-    }
-    if (count > SIZE_MAX / sizeof(T)) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": count ", count, " overflows the byte size"));
-    }
-    CallBuffers buffers{};
-    for (std::size_t r = 0; r < n; ++r) {
-      if (count > 0 && (inputs[r] == nullptr || outputs[r] == nullptr)) {
-        throw make_error(ErrorCode::invalid_argument, call, static_cast<int>(r), "null buffer with count ", count);
-      }
-      buffers.input[r] = inputs[r];
-      buffers.output[r] = outputs[r];
-      buffers.takes_part[r] = takes_part.empty() || takes_part[r] ? 1 : 0;
-    }
-    runtime::CallDescriptor described;
-    described.kind = runtime::CallKind::all_reduce;
-    described.type = data_type_v<T>;
-    described.count = count;
-    described.op = op;
-    const runtime::NvtxRange range(described, count * sizeof(T), kernel::to_string(algorithm));
-    const auto stream_of = [&](std::size_t r) { return streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : r]; };
-    const auto kernel = &all_reduce_kernel<T>;
-    const CurrentDeviceGuard keep_device;
-    // Once one rank's kernel is launched, a failure to launch another leaves signals half-written: the team
-    // can no longer be trusted, so it refuses further calls.
-    struct BreakUnlessDone {
-      bool& broken;
-      bool done = false;
-      ~BreakUnlessDone() { if (!done) broken = true; }
-    } break_unless_done{broken_};
-    for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
-      launch_streams_[first] = stream_of(first);
-      const int device = devices_[first];
-      check_cuda(cudaSetDevice(device), call, static_cast<int>(first), "cudaSetDevice");
-      const kernel::RankView* views = views_[first];
-      int first_rank = static_cast<int>(first);
-      int blocks = blocks_;
-      kernel::KernelAlgorithm which = algorithm;
-      void* args[] = {&views, &buffers, &first_rank, &blocks, &count, &op, &which};
-      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
-      check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, dim3(static_cast<unsigned>(options_.threads)),
-                                             args, 0, stream_of(first)),
-                 call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
-    }
-    break_unless_done.done = true;
-    launched_ = algorithm;
-    launched_call_ = call;
+    collective_with<T>(Collective::all_reduce, inputs, outputs, count, op, 0, algorithm, streams, takes_part);
   }
 
   // The other collectives, every rank's buffers in one call as all_reduce takes them, with NCCL's meaning
@@ -240,7 +189,9 @@ class Team {
     const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
     const auto kernel = &collective_kernel<T>;
     const CurrentDeviceGuard keep_device;
-    struct BreakUnlessDone {  // as in all_reduce_with: a half-launched call leaves the team broken
+    // Once one rank's kernel is launched, a failure to launch another leaves signals half-written: the team
+    // can no longer be trusted, so it refuses further calls.
+    struct BreakUnlessDone {
       bool& broken;
       bool done = false;
       ~BreakUnlessDone() { if (!done) broken = true; }
@@ -380,12 +331,7 @@ class Team {
       check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call, r, "cudaDeviceGetAttribute");
       // Every element type's kernel, since register use (and so occupancy) may differ between them.
       for (const void* kernel :
-           {reinterpret_cast<const void*>(&all_reduce_kernel<std::int8_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint8_t>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<std::int32_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint32_t>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<std::int64_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint64_t>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<half>), reinterpret_cast<const void*>(&all_reduce_kernel<bfloat16>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<float>), reinterpret_cast<const void*>(&all_reduce_kernel<double>),
-            reinterpret_cast<const void*>(&collective_kernel<std::int8_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint8_t>),
+           {reinterpret_cast<const void*>(&collective_kernel<std::int8_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint8_t>),
             reinterpret_cast<const void*>(&collective_kernel<std::int32_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint32_t>),
             reinterpret_cast<const void*>(&collective_kernel<std::int64_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint64_t>),
             reinterpret_cast<const void*>(&collective_kernel<half>), reinterpret_cast<const void*>(&collective_kernel<bfloat16>),
