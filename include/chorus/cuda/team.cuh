@@ -5,7 +5,7 @@
 //   team.all_reduce(inputs, outputs, count, ReduceOp::sum, Algorithm::ring, streams);  // all ranks, one call
 //   team.synchronize();                                     // bounded; a kernel timeout becomes chorus::Error
 //
-// Virtual ranks run in one cooperative launch (grid = ranks x blocks, sized with the occupancy API), so
+// Virtual ranks run in one cooperative launch (grid = ranks x blocks, at most one block per SM), so
 // every block is resident and no rank can wait on a rank that never gets an SM; each rank has its own
 // allocations. With one rank per GPU each device gets its own cooperative launch on its own stream.
 // Each all_reduce is an NVTX range named for the kernel that runs, e.g. "chorus::all_reduce 4 MiB float32
@@ -189,6 +189,7 @@ class Team {
     const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
     const auto kernel = &collective_kernel<T>;
     const CurrentDeviceGuard keep_device;
+    check_co_resident(reinterpret_cast<const void*>(kernel), data_type_v<T>, call);
     // Once one rank's kernel is launched, a failure to launch another leaves signals half-written: the team
     // can no longer be trusted, so it refuses further calls.
     struct BreakUnlessDone {
@@ -322,28 +323,22 @@ class Team {
                          " cannot launch cooperatively, so co-residency of the blocks is not guaranteed");
       }
     }
-    // Blocks per rank: what the caller asked, cut so every block of a launch is resident at once.
+    // Blocks per rank: what the caller asked, cut so every block of a launch is resident at once. The
+    // kernel's __launch_bounds__(kMaxThreadsPerBlock) makes the compiler fit a block of up to 1024 threads
+    // on one SM, whatever the element type, so one block per SM is certain for every instantiation; each
+    // type's own occupancy is then checked at its first launch (check_co_resident). So a program compiles
+    // the kernel only for the element types it uses, not all ten.
     blocks_ = options_.blocks;
+    sms_.assign(static_cast<std::size_t>(n), 0);
     for (int r = 0; r < n; r += ranks_per_launch()) {
       const int device = devices_[static_cast<std::size_t>(r)];
-      check_cuda(cudaSetDevice(device), call, r, "cudaSetDevice");
-      int sms = 0, per_sm = 0;
+      int& sms = sms_[static_cast<std::size_t>(r)];
       check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call, r, "cudaDeviceGetAttribute");
-      // Every element type's kernel, since register use (and so occupancy) may differ between them.
-      for (const void* kernel :
-           {reinterpret_cast<const void*>(&collective_kernel<std::int8_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint8_t>),
-            reinterpret_cast<const void*>(&collective_kernel<std::int32_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint32_t>),
-            reinterpret_cast<const void*>(&collective_kernel<std::int64_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint64_t>),
-            reinterpret_cast<const void*>(&collective_kernel<half>), reinterpret_cast<const void*>(&collective_kernel<bfloat16>),
-            reinterpret_cast<const void*>(&collective_kernel<float>), reinterpret_cast<const void*>(&collective_kernel<double>)}) {
-        check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, r,
-                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-        blocks_ = std::min(blocks_, per_sm * sms / ranks_per_launch());
-      }
+      blocks_ = std::min(blocks_, sms / ranks_per_launch());
     }
     if (blocks_ < 1) {
-      throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(), " ranks x ", options_.threads,
-                       " threads do not fit the device at once; use fewer threads or ranks");
+      throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(), " ranks in one launch need an SM each, the device has ",
+                       sms_[0], "; use fewer virtual ranks");
     }
     layout_ = kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes, options_.fifo_depth, blocks_);
     if (kernel::two_shot_round_elements(kernel::segment_elements(options_.staging_bytes, blocks_, 8), n, blocks_, 2) == 0 ||
@@ -405,6 +400,26 @@ class Team {
     check_cuda(cudaDeviceSynchronize(), call, 0, "cudaDeviceSynchronize");
   }
 
+  // The first launch of each element type on a team asks the occupancy API whether that type's kernel
+  // really fits blocks_ x ranks per launch at once (certain under the launch bounds; checked, since a
+  // cooperative launch that does not fit fails, and this says why).
+  void check_co_resident(const void* kernel, DataType type, const char* call) {
+    const auto bit = 1u << static_cast<unsigned>(type);
+    if (co_resident_types_ & bit) return;
+    for (std::size_t first = 0; first < devices_.size(); first += static_cast<std::size_t>(ranks_per_launch())) {
+      check_cuda(cudaSetDevice(devices_[first]), call, static_cast<int>(first), "cudaSetDevice");
+      int per_sm = 0;
+      check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, static_cast<int>(first),
+                 "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      if (per_sm * sms_[first] < blocks_ * ranks_per_launch()) {
+        throw make_error(ErrorCode::unsupported, call, static_cast<int>(first), "the ", to_string(type), " kernel fits ", per_sm,
+                         " blocks of ", options_.threads, " threads per SM on device ", devices_[first], " (", sms_[first],
+                         " SMs), fewer than the launch's ", blocks_ * ranks_per_launch(), "; use fewer threads, blocks or ranks");
+      }
+    }
+    co_resident_types_ |= bit;
+  }
+
   void enable_peer_access(const char* call, int rank) {
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const int peer = devices_[k];
@@ -450,6 +465,8 @@ class Team {
     std::swap(states_, other.states_);
     std::swap(views_, other.views_);
     std::swap(launch_streams_, other.launch_streams_);
+    std::swap(sms_, other.sms_);
+    std::swap(co_resident_types_, other.co_resident_types_);
     std::swap(timeouts_, other.timeouts_);
     std::swap(broken_, other.broken_);
     std::swap(launched_, other.launched_);
@@ -466,6 +483,8 @@ class Team {
   std::vector<kernel::RankState*> states_;
   std::vector<kernel::RankView*> views_;
   std::vector<cudaStream_t> launch_streams_;  // per launch (first rank of it): where the last call went
+  std::vector<int> sms_;                       // per launch (first rank of it): the device's SM count
+  std::uint32_t co_resident_types_ = 0;        // bit per DataType: its kernel was checked to fit
   kernel::TimeoutRecord* timeouts_ = nullptr;
   bool broken_ = false;
   kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;
