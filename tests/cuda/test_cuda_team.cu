@@ -161,7 +161,8 @@ void collectives(chorus::cuda::Team& team) {
       {Collective::broadcast, KernelAlgorithm::one_shot},      {Collective::reduce, KernelAlgorithm::one_shot},
       {Collective::all_gather, KernelAlgorithm::one_shot},     {Collective::all_gather, KernelAlgorithm::ring},
       {Collective::reduce_scatter, KernelAlgorithm::one_shot}, {Collective::reduce_scatter, KernelAlgorithm::ring},
-      {Collective::all_to_all, KernelAlgorithm::one_shot}};
+      {Collective::all_to_all, KernelAlgorithm::one_shot},     {Collective::broadcast, KernelAlgorithm::ring},
+      {Collective::reduce, KernelAlgorithm::ring}};
   for (const auto& pair : pairs) {
     for (std::size_t count : {std::size_t{1}, std::size_t{37}, std::size_t{70001}}) {
       if (quick() && count > 37) continue;
@@ -174,7 +175,7 @@ void collectives(chorus::cuda::Team& team) {
 
 void correctness(chorus::cuda::Team& team) {
   const KernelAlgorithm algorithms[] = {KernelAlgorithm::ll_one_shot, KernelAlgorithm::one_shot, KernelAlgorithm::two_shot,
-                                        KernelAlgorithm::ring};
+                                        KernelAlgorithm::ring, KernelAlgorithm::tree};
   for (KernelAlgorithm algorithm : algorithms) {
     for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{4097}, std::size_t{1} << 20}) {
       if (quick() && count > 4097) continue;

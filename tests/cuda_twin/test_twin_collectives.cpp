@@ -216,8 +216,8 @@ TEST_CASE("bad arguments of the collectives are refused with the call, the rank 
   refused([&] { team.all_gather<float>(in, out, too_many, one_shot); }, ErrorCode::invalid_argument, "x 3 blocks overflows the byte size");
   refused([&] { team.reduce_scatter<float>(in, out, too_many, ReduceOp::sum, KernelAlgorithm::ring); },
           ErrorCode::invalid_argument, "cuda::twin::Team::reduce_scatter: count");
-  refused([&] { team.broadcast<float>(in, out, 4, 0, KernelAlgorithm::ring); }, ErrorCode::unsupported,
-          "cuda::twin::Team::broadcast: no ring kernel for broadcast");
+  refused([&] { team.broadcast<float>(in, out, 4, 0, KernelAlgorithm::tree); }, ErrorCode::unsupported,
+          "cuda::twin::Team::broadcast: no tree kernel for broadcast");
   refused([&] { team.all_gather<float>(in, out, 4, KernelAlgorithm::two_shot); }, ErrorCode::unsupported,
           "no two_shot kernel for all_gather");
   refused([&] { team.all_to_all<float>({a.data()}, {b.data()}, 4, one_shot); }, ErrorCode::invalid_argument,

@@ -72,6 +72,7 @@ TEST_CASE("counters that wrap around 2^32 mid-call keep every protocol correct")
       case KernelAlgorithm::two_shot: CHECK(counters.barrier_epoch < 0x1000u); break;
       case KernelAlgorithm::ll_one_shot: CHECK(counters.ll_epoch < 0x1000u); break;
       case KernelAlgorithm::ring: CHECK(counters.fifo_sent < 0x1000u); break;
+      case KernelAlgorithm::tree: CHECK(team.tree_counters(0, 0).sent[0][0] < 0x1000u); break;  // rank 0: tree 0's root
     }
   }
 }

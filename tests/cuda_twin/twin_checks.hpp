@@ -22,12 +22,14 @@ inline Algorithm schedule_of(KernelAlgorithm algorithm) {
     case KernelAlgorithm::ll_one_shot: return Algorithm::one_shot;
     case KernelAlgorithm::two_shot: return Algorithm::two_shot;
     case KernelAlgorithm::ring: return Algorithm::ring;
+    case KernelAlgorithm::tree: return Algorithm::tree;
   }
   return Algorithm::automatic;
 }
 
 inline constexpr KernelAlgorithm kKernelAlgorithms[] = {KernelAlgorithm::one_shot, KernelAlgorithm::two_shot,
-                                                        KernelAlgorithm::ll_one_shot, KernelAlgorithm::ring};
+                                                        KernelAlgorithm::ll_one_shot, KernelAlgorithm::ring,
+                                                        KernelAlgorithm::tree};
 
 // Values whose sum depends on the order it is taken in (mixed signs and magnitudes), so a kernel that
 // folds in another order than its schedule gives other bits.

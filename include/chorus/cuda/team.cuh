@@ -45,6 +45,7 @@ inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes
     case Algorithm::one_shot: return kernel::KernelAlgorithm::one_shot;
     case Algorithm::two_shot: return kernel::KernelAlgorithm::two_shot;
     case Algorithm::ring: return kernel::KernelAlgorithm::ring;
+    case Algorithm::tree: return kernel::KernelAlgorithm::tree;
     case Algorithm::automatic:
       if (bytes <= (16u << 10)) return kernel::KernelAlgorithm::ll_one_shot;
       if (bytes <= (ranks <= 4 ? (512u << 10) : (256u << 10))) return kernel::KernelAlgorithm::one_shot;
@@ -52,7 +53,7 @@ inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes
       return kernel::KernelAlgorithm::ring;
     default:
       throw Error(ErrorCode::unsupported, std::string("chorus::cuda::Team::all_reduce: algorithm ") + to_string(algorithm) +
-                                              " has no CUDA kernel yet (one_shot, two_shot, ring, automatic)");
+                                              " has no CUDA kernel yet (one_shot, two_shot, ring, tree, automatic)");
   }
 }
 

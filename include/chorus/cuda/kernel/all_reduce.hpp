@@ -6,6 +6,7 @@
 #include "ll_one_shot.hpp"
 #include "one_shot.hpp"
 #include "ring.hpp"
+#include "tree.hpp"
 #include "two_shot.hpp"
 
 namespace chorus::cuda::kernel {
@@ -19,6 +20,7 @@ CHORUS_HOST_DEVICE inline bool all_reduce(const Block& block, const RankView& vi
     case KernelAlgorithm::two_shot: return two_shot_all_reduce(block, view, call);
     case KernelAlgorithm::ll_one_shot: return ll_one_shot_all_reduce(block, view, call);
     case KernelAlgorithm::ring: return ring_all_reduce(block, view, call);
+    case KernelAlgorithm::tree: return tree_all_reduce(block, view, call);
   }
   return false;
 }

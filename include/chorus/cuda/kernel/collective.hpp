@@ -4,6 +4,7 @@
 #pragma once
 
 #include "all_reduce.hpp"
+#include "chain.hpp"
 #include "collective_call.hpp"
 #include "ring_collectives.hpp"
 #include "staged.hpp"
@@ -19,8 +20,8 @@ CHORUS_HOST_DEVICE inline bool collective(const Block& block, const RankView& vi
   switch (call.collective) {
     case Collective::all_reduce:
       return all_reduce(block, view, AllReduceCall<T>{call.input, call.output, call.count, call.op}, algorithm);
-    case Collective::broadcast: return staged_broadcast(block, view, call);
-    case Collective::reduce: return staged_reduce(block, view, call);
+    case Collective::broadcast: return ring ? chain_broadcast(block, view, call) : staged_broadcast(block, view, call);
+    case Collective::reduce: return ring ? chain_reduce(block, view, call) : staged_reduce(block, view, call);
     case Collective::all_gather: return ring ? ring_all_gather(block, view, call) : staged_all_gather(block, view, call);
     case Collective::reduce_scatter:
       return ring ? ring_reduce_scatter(block, view, call) : staged_reduce_scatter(block, view, call);

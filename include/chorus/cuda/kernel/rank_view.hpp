@@ -13,6 +13,10 @@ namespace chorus::cuda::kernel {
 
 inline constexpr int kMaxRanks = 8;
 inline constexpr int kMaxBlocks = 32;  // per rank: channels of the ring, slices of the others
+// Tree FIFOs: per block, per tree of the double binary tree, one link per neighbour: child 0, child 1, parent.
+inline constexpr int kTrees = 2;
+inline constexpr int kTreeLinks = 3;
+inline constexpr int kTreeParentLink = 2;
 
 // Written into by peers, one uint32 per (block, peer) so no two ranks ever write the same word (flags that
 // share a word race: vLLM#2760). Separate start and end arrays: a fast peer may reach the end barrier
@@ -22,6 +26,8 @@ struct Signals {
   std::uint32_t end[kMaxBlocks][kMaxRanks];
   std::uint32_t fifo_head[kMaxBlocks];  // Simple: slots the previous rank has filled in this rank's FIFO
   std::uint32_t fifo_tail[kMaxBlocks];  // Simple: slots the next rank has consumed of the FIFO this rank fills
+  std::uint32_t tree_head[kMaxBlocks][kTrees][kTreeLinks];  // tree: slots the neighbour on a link has filled here
+  std::uint32_t tree_tail[kMaxBlocks][kTrees][kTreeLinks];  // tree: slots it has consumed of those this rank filled there
 };
 
 // This rank's own counters, kept in (device) memory between calls so a replayed CUDA graph continues
@@ -32,8 +38,14 @@ struct BlockCounters {
   std::uint32_t fifo_sent;      // Simple: slots filled in the next rank's FIFO, ever
   std::uint32_t fifo_received;  // Simple: slots consumed from this rank's FIFO, ever
 };
+// The tree's counters of block b, per tree and link (kernel/tree.hpp): slots sent and received, ever.
+struct TreeCounters {
+  std::uint32_t sent[kTrees][kTreeLinks];
+  std::uint32_t received[kTrees][kTreeLinks];
+};
 struct RankState {
   BlockCounters block[kMaxBlocks];
+  TreeCounters tree[kMaxBlocks];
 };
 
 // Where a bounded wait gave up: the first timeout of a call (rank, the peer it waited for, the step,
@@ -52,7 +64,17 @@ struct TimeoutRecord {
 };
 
 // Which wait gave up, for the host's message.
-enum class WaitKind : std::uint32_t { barrier_start, barrier_end, ll_line, fifo_filled, fifo_free };
+enum class WaitKind : std::uint32_t {
+  barrier_start,
+  barrier_end,
+  ll_line,
+  fifo_filled,
+  fifo_free,
+  tree_up_filled,    // a child's partial
+  tree_up_free,      // a free slot at the parent
+  tree_down_filled,  // the parent's result
+  tree_down_free,    // a free slot at a child
+};
 
 inline const char* to_string(WaitKind kind) {
   switch (kind) {
@@ -61,6 +83,10 @@ inline const char* to_string(WaitKind kind) {
     case WaitKind::ll_line: return "LL line";
     case WaitKind::fifo_filled: return "Simple FIFO: slot from the previous rank";
     case WaitKind::fifo_free: return "Simple FIFO: free slot at the next rank";
+    case WaitKind::tree_up_filled: return "tree reduce: partial from a child";
+    case WaitKind::tree_up_free: return "tree reduce: free slot at the parent";
+    case WaitKind::tree_down_filled: return "tree broadcast: result from the parent";
+    case WaitKind::tree_down_free: return "tree broadcast: free slot at a child";
   }
   return "unknown wait";
 }
@@ -74,16 +100,18 @@ struct ScratchLayout {
   std::size_t fifo_bytes;     // Simple: per block, `fifo_depth` slots of `fifo_slot_bytes`
   std::size_t fifo_slot_bytes;
   int fifo_depth;
+  std::size_t tree_bytes;     // tree: per block, tree and link, `fifo_depth` slots of `fifo_slot_bytes`
 
   CHORUS_HOST_DEVICE constexpr std::size_t staging_offset() const { return 0; }
   CHORUS_HOST_DEVICE constexpr std::size_t result_offset() const { return staging_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t ll_offset() const { return staging_bytes + result_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t fifo_offset() const { return staging_bytes + result_bytes + ll_bytes; }
-  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return staging_bytes + result_bytes + ll_bytes + fifo_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t tree_offset() const { return fifo_offset() + fifo_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return tree_offset() + tree_bytes; }
 };
 
 // A layout for `staging` bytes of barrier-family staging and `fifo_slot` x `depth` bytes of FIFO per
-// block. Every region is a multiple of 256 bytes, so each starts cache-line aligned; slots are whole
+// block (the ring's, and the tree's per tree and link: the tree uses the Simple slot size and depth). Every region is a multiple of 256 bytes, so each starts cache-line aligned; slots are whole
 // 16-byte vectors.
 CHORUS_HOST_DEVICE constexpr std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
 CHORUS_HOST_DEVICE constexpr ScratchLayout make_layout(std::size_t staging, std::size_t ll, std::size_t fifo_slot, int depth,
@@ -94,7 +122,8 @@ CHORUS_HOST_DEVICE constexpr ScratchLayout make_layout(std::size_t staging, std:
                        round_up(ll, 256),
                        round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks), 256),
                        slot,
-                       depth};
+                       depth,
+                       round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks) * kTrees * kTreeLinks, 256)};
 }
 
 struct RankView {

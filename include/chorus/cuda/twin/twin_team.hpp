@@ -68,7 +68,8 @@ class Team {
 
   // The other collectives, with NCCL's meaning of `count` and of the buffers (core/collective.hpp):
   // broadcast reads the root's input only (the others' may be null), reduce writes the root's output only.
-  // Algorithms: one_shot (barrier pull through staging) for all; ring for all_gather and reduce_scatter.
+  // Algorithms: one_shot (barrier pull through staging) for all; ring for all_gather and reduce_scatter, and
+  // the pipelined chain along the ring order for broadcast and reduce.
   template <class T>
   void broadcast(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, int root,
                  kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part = {}) {
@@ -103,6 +104,10 @@ class Team {
   const kernel::BlockCounters& counters(int rank, int block) const {
     return memory_.at(static_cast<std::size_t>(rank))->state.block[block];
   }
+  // The tree all_reduce's counters of rank r's block b.
+  const kernel::TreeCounters& tree_counters(int rank, int block) const {
+    return memory_.at(static_cast<std::size_t>(rank))->state.tree[block];
+  }
 
   // Rank r's scratch (layout() says where each protocol's region is): tests plant stale data in it.
   unsigned char* scratch(int rank) { return memory_.at(static_cast<std::size_t>(rank))->scratch; }
@@ -119,6 +124,14 @@ class Team {
         }
         memory->signals.fifo_head[b] = value;
         memory->signals.fifo_tail[b] = value;
+        for (int t = 0; t < kernel::kTrees; ++t) {
+          for (int link = 0; link < kernel::kTreeLinks; ++link) {
+            memory->state.tree[b].sent[t][link] = value;
+            memory->state.tree[b].received[t][link] = value;
+            memory->signals.tree_head[b][t][link] = value;
+            memory->signals.tree_tail[b][t][link] = value;
+          }
+        }
       }
     }
   }
