@@ -33,8 +33,8 @@ struct Options {
   int lanes = 4;                           // threads per block
   std::size_t staging_bytes = 64 * 1024;   // one-shot / two-shot staging (and two-shot results) per rank
   std::size_t ll_bytes = 16 * 1024;        // LL lines per rank
-  std::size_t fifo_slot_bytes = 4 * 1024;  // Simple FIFO slot
-  int fifo_depth = 4;                      // Simple FIFO slots per block
+  std::size_t fifo_slot_bytes = 4 * 1024;  // Simple FIFO slot (ring and chain; the tree's per-link FIFOs too)
+  int fifo_depth = 4;                      // Simple FIFO slots per block (and per tree link)
   std::vector<int> ring_order;             // ring position -> rank; empty: 0, 1, ..., n-1
   std::uint32_t delay_seed = 0;            // nonzero: seeded random delays before waits
 };
