@@ -161,8 +161,8 @@ void collectives(chorus::cuda::Team& team) {
       {Collective::broadcast, KernelAlgorithm::one_shot},      {Collective::reduce, KernelAlgorithm::one_shot},
       {Collective::all_gather, KernelAlgorithm::one_shot},     {Collective::all_gather, KernelAlgorithm::ring},
       {Collective::reduce_scatter, KernelAlgorithm::one_shot}, {Collective::reduce_scatter, KernelAlgorithm::ring},
-      {Collective::all_to_all, KernelAlgorithm::one_shot},     {Collective::broadcast, KernelAlgorithm::ring},
-      {Collective::reduce, KernelAlgorithm::ring}};
+      {Collective::all_to_all, KernelAlgorithm::one_shot},     {Collective::all_to_all, KernelAlgorithm::pairwise},
+      {Collective::broadcast, KernelAlgorithm::ring},          {Collective::reduce, KernelAlgorithm::ring}};
   for (const auto& pair : pairs) {
     for (std::size_t count : {std::size_t{1}, std::size_t{37}, std::size_t{70001}}) {
       if (quick() && count > 37) continue;
@@ -172,6 +172,54 @@ void collectives(chorus::cuda::Team& team) {
   }
 }
 
+// Point-to-point transfers: a ring exchange, a pipeline (i -> i+1) and every ordered pair with local
+// copies, each transfer a different pattern and one element longer than the last; every recv must hold
+// exactly what was sent, twice in a row (the FIFO counters continue across calls).
+void transfers(chorus::cuda::Team& team) {
+  const int n = team.size();
+  std::vector<std::vector<std::pair<int, int>>> patterns(3);
+  for (int r = 0; r < n; ++r) patterns[0].emplace_back(r, (r + 1) % n);
+  for (int r = 0; r + 1 < n; ++r) patterns[1].emplace_back(r, r + 1);
+  for (int from = 0; from < n; ++from) {
+    for (int to = 0; to < n; ++to) patterns[2].emplace_back(from, to);
+  }
+  for (std::size_t count : {std::size_t{0}, std::size_t{37}, std::size_t{300001}}) {
+    if (quick() && count > 37) continue;
+    for (std::size_t p = 0; p < patterns.size(); ++p) {
+      std::vector<chorus::cuda::Transfer<float>> list;
+      std::vector<std::vector<float>> sent;
+      std::vector<float*> allocations;
+      for (std::size_t t = 0; t < patterns[p].size(); ++t) {
+        const auto [from, to] = patterns[p][t];
+        const std::size_t elements = count == 0 ? 0 : count + t;
+        sent.push_back(values<float>(static_cast<int>(t), elements, 9));
+        float* send = nullptr;
+        float* recv = nullptr;
+        check(cudaSetDevice(team.device(from)), "cudaSetDevice");
+        check(cudaMalloc(&send, elements * sizeof(float) + 16), "cudaMalloc");
+        check(cudaMemcpy(send, sent.back().data(), elements * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+        check(cudaSetDevice(team.device(to)), "cudaSetDevice");
+        check(cudaMalloc(&recv, elements * sizeof(float) + 16), "cudaMalloc");
+        allocations.push_back(send);
+        allocations.push_back(recv);
+        list.push_back({from, to, send, recv, elements});
+      }
+      for (int call = 0; call < 2; ++call) {
+        for (const auto& t : list) check(cudaMemset(t.recv, 0, t.count * sizeof(float) + 16), "cudaMemset");
+        team.transfer(list);
+        team.synchronize();
+        for (std::size_t t = 0; t < list.size(); ++t) {
+          std::vector<float> got(list[t].count);
+          check(cudaMemcpy(got.data(), list[t].recv, list[t].count * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+          expect(got == sent[t], "transfer pattern " + std::to_string(p) + " ranks " + std::to_string(n) + " count " +
+                                     std::to_string(count) + " transfer " + std::to_string(t) + " call " + std::to_string(call) +
+                                     ": recv differs from send");
+        }
+      }
+      for (float* ptr : allocations) cudaFree(ptr);
+    }
+  }
+}
 
 void correctness(chorus::cuda::Team& team) {
   const KernelAlgorithm algorithms[] = {KernelAlgorithm::ll_one_shot, KernelAlgorithm::one_shot, KernelAlgorithm::two_shot,
@@ -328,6 +376,7 @@ int main() {
     std::printf("virtual ranks %d: %d blocks per rank\n", n, team.blocks_per_rank());
     correctness(team);
     collectives(team);
+    transfers(team);
   }
   if (devices > 1 && !quick()) {
     std::vector<int> all;
@@ -335,6 +384,7 @@ int main() {
     chorus::cuda::Team team(all);
     correctness(team);
     collectives(team);
+    transfers(team);
   }
   nvtx_ranges(0);
   if (!quick()) {

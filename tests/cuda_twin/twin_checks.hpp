@@ -23,6 +23,7 @@ inline Algorithm schedule_of(KernelAlgorithm algorithm) {
     case KernelAlgorithm::two_shot: return Algorithm::two_shot;
     case KernelAlgorithm::ring: return Algorithm::ring;
     case KernelAlgorithm::tree: return Algorithm::tree;
+    case KernelAlgorithm::pairwise: return Algorithm::pairwise;  // all_to_all only
   }
   return Algorithm::automatic;
 }

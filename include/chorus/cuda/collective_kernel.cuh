@@ -26,10 +26,6 @@ struct CollectiveArgs {
   kernel::KernelAlgorithm algorithm;
 };
 
-// Threads per block the kernel is compiled for: the compiler keeps register use low enough that a block
-// of this many threads fits an SM, for every element type (cuda::Team relies on it for co-residency).
-inline constexpr int kMaxThreadsPerBlock = 1024;
-
 template <class T>
 __global__ void __launch_bounds__(kMaxThreadsPerBlock) collective_kernel(const kernel::RankView* views, CallBuffers buffers, int first_rank, int blocks_per_rank,
                                   CollectiveArgs args) {

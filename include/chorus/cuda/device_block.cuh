@@ -16,6 +16,11 @@
 
 namespace chorus::cuda {
 
+// Threads per block every kernel is compiled for (__launch_bounds__): the compiler keeps register use low
+// enough that a block of this many threads fits an SM, for every element type (cuda::Team relies on it
+// for co-residency).
+inline constexpr int kMaxThreadsPerBlock = 1024;
+
 __device__ inline std::uint64_t global_timer_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -18,8 +18,9 @@ struct AllReduceCall {
 
 // Which kernel body runs. One-shot and two-shot pull through staging behind flag barriers; LL pushes
 // flagged lines (no barrier); ring is the Simple protocol's FIFO ring, one channel per block; tree is the
-// double binary tree over per-link Simple FIFOs (tree.hpp).
-enum class KernelAlgorithm { one_shot, two_shot, ll_one_shot, ring, tree };
+// double binary tree over per-link Simple FIFOs (tree.hpp). pairwise is all_to_all only: every pair's
+// block moved by the p2p body (pairwise.hpp).
+enum class KernelAlgorithm { one_shot, two_shot, ll_one_shot, ring, tree, pairwise };
 
 inline constexpr const char* to_string(KernelAlgorithm algorithm) {
   switch (algorithm) {
@@ -28,6 +29,7 @@ inline constexpr const char* to_string(KernelAlgorithm algorithm) {
     case KernelAlgorithm::ll_one_shot: return "ll_one_shot";
     case KernelAlgorithm::ring: return "ring";
     case KernelAlgorithm::tree: return "tree";
+    case KernelAlgorithm::pairwise: return "pairwise";
   }
   return "unknown";
 }

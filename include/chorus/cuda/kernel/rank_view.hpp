@@ -28,6 +28,8 @@ struct Signals {
   std::uint32_t fifo_tail[kMaxBlocks];  // Simple: slots the next rank has consumed of the FIFO this rank fills
   std::uint32_t tree_head[kMaxBlocks][kTrees][kTreeLinks];  // tree: slots the neighbour on a link has filled here
   std::uint32_t tree_tail[kMaxBlocks][kTrees][kTreeLinks];  // tree: slots it has consumed of those this rank filled there
+  std::uint32_t p2p_head[kMaxBlocks][kMaxRanks];  // p2p: slots source rank s has filled in this rank's FIFO from s
+  std::uint32_t p2p_tail[kMaxBlocks][kMaxRanks];  // p2p: slots receiver r has consumed of the FIFO this rank fills at r
 };
 
 // This rank's own counters, kept in (device) memory between calls so a replayed CUDA graph continues
@@ -43,9 +45,15 @@ struct TreeCounters {
   std::uint32_t sent[kTrees][kTreeLinks];
   std::uint32_t received[kTrees][kTreeLinks];
 };
+// p2p (point-to-point transfers): per block, one FIFO to and one from every peer.
+struct P2pCounters {
+  std::uint32_t sent[kMaxRanks];      // slots filled in peer's FIFO from this rank, ever
+  std::uint32_t received[kMaxRanks];  // slots consumed from this rank's FIFO from peer, ever
+};
 struct RankState {
   BlockCounters block[kMaxBlocks];
   TreeCounters tree[kMaxBlocks];
+  P2pCounters p2p[kMaxBlocks];
 };
 
 // Where a bounded wait gave up: the first timeout of a call (rank, the peer it waited for, the step,
@@ -74,6 +82,8 @@ enum class WaitKind : std::uint32_t {
   tree_up_free,      // a free slot at the parent
   tree_down_filled,  // the parent's result
   tree_down_free,    // a free slot at a child
+  p2p_filled,        // a piece from the sender
+  p2p_free,          // a free slot at the receiver
 };
 
 inline const char* to_string(WaitKind kind) {
@@ -87,6 +97,8 @@ inline const char* to_string(WaitKind kind) {
     case WaitKind::tree_up_free: return "tree reduce: free slot at the parent";
     case WaitKind::tree_down_filled: return "tree broadcast: result from the parent";
     case WaitKind::tree_down_free: return "tree broadcast: free slot at a child";
+    case WaitKind::p2p_filled: return "p2p FIFO: piece from the sender";
+    case WaitKind::p2p_free: return "p2p FIFO: free slot at the receiver";
   }
   return "unknown wait";
 }
@@ -101,18 +113,22 @@ struct ScratchLayout {
   std::size_t fifo_slot_bytes;
   int fifo_depth;
   std::size_t tree_bytes;     // tree: per block, tree and link, `fifo_depth` slots of `fifo_slot_bytes`
+  std::size_t p2p_bytes;       // p2p: per block and source rank, `fifo_depth` slots of `fifo_slot_bytes`
+  int p2p_sources;             // p2p: source ranks the region has room for
 
   CHORUS_HOST_DEVICE constexpr std::size_t staging_offset() const { return 0; }
   CHORUS_HOST_DEVICE constexpr std::size_t result_offset() const { return staging_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t ll_offset() const { return staging_bytes + result_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t fifo_offset() const { return staging_bytes + result_bytes + ll_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t tree_offset() const { return fifo_offset() + fifo_bytes; }
-  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return tree_offset() + tree_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t p2p_offset() const { return tree_offset() + tree_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return p2p_offset() + p2p_bytes; }
 };
 
 // A layout for `staging` bytes of barrier-family staging and `fifo_slot` x `depth` bytes of FIFO per
-// block (the ring's, and the tree's per tree and link: the tree uses the Simple slot size and depth). Every region is a multiple of 256 bytes, so each starts cache-line aligned; slots are whole
-// 16-byte vectors.
+// block (the ring's, and the tree's per tree and link: the tree uses the Simple slot size and depth).
+// Every region is a multiple of 256 bytes, so each starts cache-line aligned; slots are whole 16-byte
+// vectors. No p2p region: with_p2p_region adds it.
 CHORUS_HOST_DEVICE constexpr std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
 CHORUS_HOST_DEVICE constexpr ScratchLayout make_layout(std::size_t staging, std::size_t ll, std::size_t fifo_slot, int depth,
                                     int blocks) {
@@ -123,7 +139,19 @@ CHORUS_HOST_DEVICE constexpr ScratchLayout make_layout(std::size_t staging, std:
                        round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks), 256),
                        slot,
                        depth,
-                       round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks) * kTrees * kTreeLinks, 256)};
+                       round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks) * kTrees * kTreeLinks, 256),
+                       0,
+                       0};
+}
+
+// The layout with room for p2p transfers among `ranks` ranks: a FIFO per (block, source rank) of the
+// Simple FIFO's depth and slot size, its own region (a protocol family never reads another's).
+CHORUS_HOST_DEVICE constexpr ScratchLayout with_p2p_region(ScratchLayout layout, int ranks, int blocks) {
+  layout.p2p_bytes = round_up(layout.fifo_slot_bytes * static_cast<std::size_t>(layout.fifo_depth) *
+                                  static_cast<std::size_t>(blocks) * static_cast<std::size_t>(ranks),
+                              256);
+  layout.p2p_sources = ranks;
+  return layout;
 }
 
 struct RankView {

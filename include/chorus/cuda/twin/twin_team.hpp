@@ -6,6 +6,7 @@
 //   chorus::cuda::twin::Team team(4, {/*blocks*/ 2, /*lanes*/ 4});
 //   team.all_reduce(inputs, outputs, count, ReduceOp::sum, kernel::KernelAlgorithm::ring);  // all ranks at once
 //   team.all_gather(inputs, outputs, send_count, kernel::KernelAlgorithm::one_shot);        // and the others
+//   team.transfer<float>({{0, 1, send0, recv1, count}, {1, 0, send1, recv0, count}});       // point-to-point
 #pragma once
 
 #include <chrono>
@@ -18,12 +19,15 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
 #include "../collective_check.hpp"
 #include "../kernel/collective.hpp"
+#include "../kernel/p2p.hpp"
+#include "../transfer_plan.hpp"
 #include "host_block.hpp"
 
 namespace chorus::cuda::twin {
@@ -43,8 +47,9 @@ class Team {
  public:
   Team(int ranks, Options options = {}) : ranks_(ranks), options_(std::move(options)) {
     validate();
-    layout_ = kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes,
-                                  options_.fifo_depth, options_.blocks);
+    layout_ = kernel::with_p2p_region(kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes,
+                                                          options_.fifo_depth, options_.blocks),
+                                      ranks_, options_.blocks);
     for (int r = 0; r < ranks_; ++r) {
       memory_.push_back(std::make_unique<RankMemory>(layout_.total_bytes()));
     }
@@ -100,6 +105,25 @@ class Team {
            takes_part);
   }
 
+  // Point-to-point transfers, all at once in one launch (cuda/transfer.hpp): a rank may send and receive
+  // several. Transfers between the same ordered pair run in list order; from == to is a local copy.
+  // Ranks in no transfer, and ranks whose `takes_part` entry is false, do not run (their peers time out:
+  // chorus::Error(timeout) naming who waited for whom). Bad input is refused before anything runs
+  // (transfer_plan.hpp).
+  template <class T>
+  void transfer(const std::vector<Transfer<T>>& transfers, const std::vector<bool>& takes_part = {}) {
+    const char* name = "cuda::twin::Team::transfer";
+    check_call(name, takes_part);
+    const std::vector<kernel::P2pTable> tables = plan_transfers(name, ranks_, transfers);
+    run_blocks(name, "p2p", [&](int rank) {
+      const kernel::P2pTable& table = tables[static_cast<std::size_t>(rank)];
+      const bool listed = table.send_count + table.recv_count > 0;
+      return listed && (takes_part.empty() || takes_part[static_cast<std::size_t>(rank)]);
+    }, [&](const HostBlock& block, const kernel::RankView& view) {
+      kernel::p2p<T>(block, view, tables[static_cast<std::size_t>(view.rank)]);
+    });
+  }
+
   // The counters of rank r's block b.
   const kernel::BlockCounters& counters(int rank, int block) const {
     return memory_.at(static_cast<std::size_t>(rank))->state.block[block];
@@ -112,31 +136,32 @@ class Team {
   // Rank r's scratch (layout() says where each protocol's region is): tests plant stale data in it.
   unsigned char* scratch(int rank) { return memory_.at(static_cast<std::size_t>(rank))->scratch; }
 
+  // The p2p counters of rank r's block b.
+  const kernel::P2pCounters& p2p_counters(int rank, int block) const {
+    return memory_.at(static_cast<std::size_t>(rank))->state.p2p[block];
+  }
+
   // Puts every counter and every signal where `value` barriers, LL calls and FIFO steps would have left
-  // them, consistently on all ranks: how the tests reach the 32-bit wrap without 2^32 calls.
+  // them, consistently on all ranks: how the tests reach the 32-bit wrap without 2^32 calls. Every field
+  // of Signals and RankState is a uint32 counter or flag, so each struct is filled word by word through
+  // memcpy (a loop over the fields, one per protocol, was dropped entirely by g++ 12's vectorizer at -O2:
+  // the wrap tests then ran far from the wrap).
   void advance_counters_to(std::uint32_t value) {
     for (auto& memory : memory_) {
-      for (int b = 0; b < kernel::kMaxBlocks; ++b) {
-        memory->state.block[b] = kernel::BlockCounters{value, value, value, value};
-        for (int peer = 0; peer < kernel::kMaxRanks; ++peer) {
-          memory->signals.start[b][peer] = value;
-          memory->signals.end[b][peer] = value;
-        }
-        memory->signals.fifo_head[b] = value;
-        memory->signals.fifo_tail[b] = value;
-        for (int t = 0; t < kernel::kTrees; ++t) {
-          for (int link = 0; link < kernel::kTreeLinks; ++link) {
-            memory->state.tree[b].sent[t][link] = value;
-            memory->state.tree[b].received[t][link] = value;
-            memory->signals.tree_head[b][t][link] = value;
-            memory->signals.tree_tail[b][t][link] = value;
-          }
-        }
-      }
+      fill_words(memory->signals, value);
+      fill_words(memory->state, value);
     }
   }
 
  private:
+  template <class Words>
+  static void fill_words(Words& target, std::uint32_t value) {
+    static_assert(std::is_trivially_copyable<Words>::value && sizeof(Words) % sizeof(std::uint32_t) == 0,
+                  "a struct of uint32 counters");
+    const std::vector<std::uint32_t> words(sizeof(Words) / sizeof(std::uint32_t), value);
+    std::memcpy(&target, words.data(), sizeof(Words));
+  }
+
   struct RankMemory {
     explicit RankMemory(std::size_t bytes)
         : scratch(static_cast<unsigned char*>(std::aligned_alloc(256, bytes == 0 ? 256 : bytes))) {
@@ -203,6 +228,56 @@ class Team {
       throw make_error(ErrorCode::timeout, name, seen.rank, kernel::to_string(algorithm), " block ", seen.block, " waited ",
                        timeout.count(), " ms for rank ", seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)),
                        ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
+    }
+  }
+
+  void check_call(const char* name, const std::vector<bool>& takes_part) const {
+    if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", name, ": an earlier call timed out; make a new Team"));
+    if (takes_part.size() != 0 && takes_part.size() != static_cast<std::size_t>(ranks_)) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", name, ": takes_part must be empty or one per rank, got ",
+                                                               takes_part.size()));
+    }
+  }
+
+  // Runs body(block, view) on every lane of every block of each rank for which runs(rank) holds, then
+  // raises the first rank's timeout record as chorus::Error(timeout), `label` naming the kernel.
+  template <class Runs, class Body>
+  void run_blocks(const char* name, const char* label, const Runs& runs, const Body& body) {
+    const auto timeout = std::chrono::milliseconds(env::timeout_ms());
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<kernel::RankView> views;
+    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
+    std::vector<std::unique_ptr<LaneGroup>> groups;
+    std::vector<std::thread> threads;
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    for (int r = 0; r < ranks_; ++r) {
+      if (!runs(r)) continue;
+      for (int b = 0; b < options_.blocks; ++b) {
+        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
+        LaneGroup& group = *groups.back();
+        for (int lane = 0; lane < options_.lanes; ++lane) {
+          threads.emplace_back([&, r, b, lane] {
+            try {
+              body(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)]);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              if (!failure) failure = std::current_exception();
+            }
+          });
+        }
+      }
+    }
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    for (int r = 0; r < ranks_; ++r) {
+      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
+      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
+      const kernel::TimeoutRecord seen = record;
+      broken_ = true;
+      throw make_error(ErrorCode::timeout, name, seen.rank, label, " block ", seen.block, " waited ", timeout.count(), " ms for rank ",
+                       seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)), ", step ", seen.step,
+                       "): expected ", seen.expected, ", saw ", seen.seen);
     }
   }
 
