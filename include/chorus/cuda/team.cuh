@@ -20,6 +20,7 @@
 #include "all_reduce_kernel.cuh"
 #include "collective_check.hpp"
 #include "collective_kernel.cuh"
+#include "kernel_choice.hpp"
 #include "runtime_check.hpp"
 
 #include <algorithm>
@@ -38,42 +39,6 @@ struct TeamOptions {
   int fifo_depth = 4;                        // Simple FIFO slots per block
   std::uint32_t delay_seed = 0;              // nonzero: seeded per-rank delays before waits (testing)
 };
-
-// Which kernel serves Algorithm::automatic: LL for the smallest messages, then the barrier one-shot,
-// two-shot, and the ring (seeds from published crossovers, ../shared notes; tune with chorus-bench).
-inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes, int ranks) {
-  switch (algorithm) {
-    case Algorithm::one_shot: return kernel::KernelAlgorithm::one_shot;
-    case Algorithm::two_shot: return kernel::KernelAlgorithm::two_shot;
-    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
-    case Algorithm::automatic:
-      if (bytes <= (16u << 10)) return kernel::KernelAlgorithm::ll_one_shot;
-      if (bytes <= (ranks <= 4 ? (512u << 10) : (256u << 10))) return kernel::KernelAlgorithm::one_shot;
-      if (bytes <= (8u << 20)) return kernel::KernelAlgorithm::two_shot;
-      return kernel::KernelAlgorithm::ring;
-    default:
-      throw Error(ErrorCode::unsupported, std::string("chorus::cuda::Team::all_reduce: algorithm ") + to_string(algorithm) +
-                                              " has no CUDA kernel yet (one_shot, two_shot, ring, automatic)");
-  }
-}
-
-// Which kernel serves the other collectives: the barrier pull through staging (one step, the latency
-// winner) unless ring is asked for, or automatic picks the ring for all_gather and reduce_scatter blocks
-// above 1 MiB (an untuned seed, as NCCL's ring wins on bandwidth; tune with chorus-bench on a GPU).
-inline kernel::KernelAlgorithm kernel_for(Collective collective, Algorithm algorithm, std::size_t block_bytes) {
-  switch (algorithm) {
-    case Algorithm::one_shot:
-    case Algorithm::direct: return kernel::KernelAlgorithm::one_shot;
-    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
-    case Algorithm::automatic:
-      return (collective == Collective::all_gather || collective == Collective::reduce_scatter) && block_bytes > (1u << 20)
-                 ? kernel::KernelAlgorithm::ring
-                 : kernel::KernelAlgorithm::one_shot;
-    default:
-      throw Error(ErrorCode::unsupported, detail::concat("chorus::cuda::Team::", to_string(collective), ": algorithm ",
-                                                          to_string(algorithm), " has no CUDA kernel (one_shot, direct, ring, automatic)"));
-  }
-}
 
 // Restores the caller's current device when a Team call returns (the Team switches devices as it goes).
 class CurrentDeviceGuard {
