@@ -284,6 +284,78 @@ TEST_CASE("split: two colours, keys reorder, the sub-communicators work and spli
   }
 }
 
+TEST_CASE("send/recv: a pipeline chain, one thread per rank") {
+  const int ranks = 4;
+  Team team(ranks, small());
+  const std::size_t count = 33;
+  std::vector<std::vector<double>> got(ranks, std::vector<double>(count, -1.0));
+  const std::vector<Outcome> outcomes = on_every_rank(team, [&](RankComm& comm) {
+    const int r = comm.rank();
+    std::vector<double>& mine = got[static_cast<std::size_t>(r)];
+    if (r == 0) {
+      for (std::size_t i = 0; i < count; ++i) mine[i] = static_cast<double>(i);
+    } else {
+      comm.recv(mine.data(), count, r - 1);
+      for (double& v : mine) v += 1.0;  // each stage adds one
+    }
+    if (r + 1 < comm.size()) comm.send(mine.data(), count, r + 1);
+    return std::vector<std::string>{};
+  });
+  for (int r = 0; r < ranks; ++r) {
+    INFO("rank " << r << ": " << outcomes[static_cast<std::size_t>(r)].what);
+    CHECK_FALSE(outcomes[static_cast<std::size_t>(r)].threw);
+    for (std::size_t i = 0; i < count; ++i) CHECK(got[static_cast<std::size_t>(r)][i] == static_cast<double>(i + static_cast<std::size_t>(r)));
+  }
+}
+
+TEST_CASE("send/recv inside group(): an exchange, and several messages on one pair matched in call order") {
+  Team team(2, small());
+  std::vector<std::int32_t> a = {1, 2, 3}, b = {4, 5, 6}, at0(3, 0), at1(3, 0);
+  // Both ranks send first: synchronous calls would time out; in a group they run as one transfer.
+  team.group([&] {
+    team.comm(0).send(a.data(), 3, 1);
+    team.comm(0).recv(at0.data(), 3, 1);
+    team.comm(1).send(b.data(), 3, 0);
+    team.comm(1).recv(at1.data(), 3, 0);
+  });
+  CHECK(at0 == b);
+  CHECK(at1 == a);
+  std::vector<float> first = {1.5f}, second = {2.5f}, x = {0.0f}, y = {0.0f};
+  team.group([&] {
+    team.comm(0).send(first.data(), 1, 1);
+    team.comm(0).send(second.data(), 1, 1);
+    team.comm(1).recv(x.data(), 1, 0);
+    team.comm(1).recv(y.data(), 1, 0);
+  });
+  CHECK(x[0] == 1.5f);
+  CHECK(y[0] == 2.5f);
+}
+
+TEST_CASE("send/recv that disagree on the count fail both sides; an unmatched send times out naming the peer") {
+  Team team(2, small());
+  std::vector<float> data(4, 1.0f), into(4, 0.0f);
+  const std::vector<Outcome> outcomes = on_every_rank(team, [&](RankComm& comm) {
+    if (comm.rank() == 0) comm.send(data.data(), 4, 1); else comm.recv(into.data(), 3, 0);
+    return std::vector<std::string>{};
+  });
+  for (int r = 0; r < 2; ++r) {
+    const Outcome& o = outcomes[static_cast<std::size_t>(r)];
+    INFO("rank " << r << ": " << o.what);
+    CHECK(o.code == ErrorCode::mismatch);
+    CHECK(contains(o.what, chorus::detail::concat(r == 0 ? "send" : "recv", " on rank ", r)));
+    CHECK(contains(o.what, "rank 0 sends 4 float32 to rank 1, which receives 3 float32 from rank 0"));
+  }
+  CHECK(into == filled(4, 0.0f));
+  const ScopedTimeout timeout("200");
+  try {
+    team.comm(1).send(data.data(), 4, 0);
+    FAIL("an unmatched send returned");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::timeout);
+    CHECK(contains(e.what(), "send on rank 1: rank 0 never called recv from rank 1"));
+  }
+}
+
 TEST_CASE("the data-parallel building blocks run over twin views") {
   Team team(chorus::test::kSanitized ? 2 : 3, small());
   const std::vector<Outcome> outcomes = on_every_rank(team, [](RankComm& comm) { return dp_checks::check_dp_equals_large_batch(comm); });

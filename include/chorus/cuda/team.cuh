@@ -25,10 +25,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
 namespace chorus::cuda {
+
+template <class Adapter>
+class BasicRankComm;
+class CudaTeamAdapter;
+using RankComm = BasicRankComm<CudaTeamAdapter>;  // one rank's communicator on a Team (team_comm.cuh)
 
 struct TeamOptions {
   int blocks = 8;                            // blocks (channels) per rank, before the occupancy limit
@@ -72,6 +78,13 @@ class Team {
   int device(int rank) const { return devices_.at(static_cast<std::size_t>(rank)); }
   int blocks_per_rank() const { return blocks_; }
   bool is_virtual() const { return virtual_; }
+  const TeamOptions& options() const { return options_; }
+
+  // Rank `rank`'s communicator on this team (use .on(stream)), and calls for several ranks from one
+  // thread (team_comm.cuh). The team must stay in place while views are in use.
+  RankComm comm(int rank);
+  template <class Fn>
+  void group(Fn&& fn);
 
   // Every rank's all_reduce in one call (group semantics, as NCCL's ncclGroupStart/End around one call per
   // rank). `streams`: one per rank (each on its rank's device), or one for all; empty: the default stream.
@@ -473,6 +486,7 @@ class Team {
     std::swap(broken_, other.broken_);
     std::swap(launched_, other.launched_);
     std::swap(launched_call_, other.launched_call_);
+    std::swap(comm_state_, other.comm_state_);
   }
 
   std::vector<int> devices_;
@@ -489,6 +503,9 @@ class Team {
   bool broken_ = false;
   kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;
   const char* launched_call_ = "cuda::Team::all_reduce";  // the last call's name, for synchronize()'s timeout message
+  std::shared_ptr<void> comm_state_;  // a RankComm of this team, made by the first comm()
 };
 
 }  // namespace chorus::cuda
+
+#include "team_comm.cuh"
