@@ -22,7 +22,8 @@ inline constexpr Pair kPairs[] = {{Collective::broadcast, KernelAlgorithm::one_s
                                   {Collective::all_gather, KernelAlgorithm::ring},
                                   {Collective::reduce_scatter, KernelAlgorithm::one_shot},
                                   {Collective::reduce_scatter, KernelAlgorithm::ring},
-                                  {Collective::all_to_all, KernelAlgorithm::one_shot}};
+                                  {Collective::all_to_all, KernelAlgorithm::one_shot},
+                                  {Collective::all_to_all, KernelAlgorithm::pairwise}};
 
 struct Call {
   Collective collective;

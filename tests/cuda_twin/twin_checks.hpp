@@ -22,6 +22,7 @@ inline Algorithm schedule_of(KernelAlgorithm algorithm) {
     case KernelAlgorithm::ll_one_shot: return Algorithm::one_shot;
     case KernelAlgorithm::two_shot: return Algorithm::two_shot;
     case KernelAlgorithm::ring: return Algorithm::ring;
+    case KernelAlgorithm::pairwise: return Algorithm::pairwise;  // all_to_all only
   }
   return Algorithm::automatic;
 }

@@ -38,13 +38,14 @@ inline kernel::KernelAlgorithm kernel_for(Collective collective, Algorithm algor
     case Algorithm::one_shot:
     case Algorithm::direct: return kernel::KernelAlgorithm::one_shot;
     case Algorithm::ring: return kernel::KernelAlgorithm::ring;
+    case Algorithm::pairwise: return kernel::KernelAlgorithm::pairwise;  // all_to_all only (supports() checks)
     case Algorithm::automatic:
       return (collective == Collective::all_gather || collective == Collective::reduce_scatter) && block_bytes > (1u << 20)
                  ? kernel::KernelAlgorithm::ring
                  : kernel::KernelAlgorithm::one_shot;
     default:
-      throw Error(ErrorCode::unsupported, detail::concat("chorus::cuda::Team::", to_string(collective), ": algorithm ",
-                                                          to_string(algorithm), " has no CUDA kernel (one_shot, direct, ring, automatic)"));
+      throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::cuda::Team::", to_string(collective), ": algorithm ",
+                                                          to_string(algorithm), " has no CUDA kernel (one_shot, direct, ring, pairwise, automatic)"));
   }
 }
 

@@ -37,6 +37,7 @@
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "kernel/all_reduce_call.hpp"
+#include "transfer.hpp"
 
 namespace chorus::cuda {
 
@@ -61,6 +62,15 @@ struct PeerTransfer {
   void* send_stream = nullptr;
   void* recv_stream = nullptr;
 };
+
+// Matched pairs as Team::transfer takes them: bytes, since a transfer only copies.
+inline std::vector<Transfer<std::uint8_t>> as_bytes(const std::vector<PeerTransfer>& transfers) {
+  std::vector<Transfer<std::uint8_t>> bytes;
+  for (const PeerTransfer& t : transfers) {
+    bytes.push_back({t.from, t.to, static_cast<const std::uint8_t*>(t.send), static_cast<std::uint8_t*>(t.recv), t.count * size_of(t.type)});
+  }
+  return bytes;
+}
 
 namespace rendezvous_detail {
 

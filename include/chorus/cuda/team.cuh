@@ -3,6 +3,7 @@
 //   auto team = chorus::cuda::Team::virtual_ranks(0, 4);   // 4 ranks on GPU 0: tests every algorithm on one GPU
 //   chorus::cuda::Team team({0, 1, 2, 3});                  // one rank per GPU, peer access enabled
 //   team.all_reduce(inputs, outputs, count, ReduceOp::sum, Algorithm::ring, streams);  // all ranks, one call
+//   team.transfer<float>({{0, 1, send0, recv1, count}, {1, 0, send1, recv0, count}}); // point-to-point, one launch
 //   team.synchronize();                                     // bounded; a kernel timeout becomes chorus::Error
 //
 // Virtual ranks run in one cooperative launch (grid = ranks x blocks, sized with the occupancy API), so
@@ -22,6 +23,8 @@
 #include "collective_kernel.cuh"
 #include "kernel_choice.hpp"
 #include "runtime_check.hpp"
+#include "transfer_kernel.cuh"
+#include "transfer_plan.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -216,29 +219,28 @@ class Team {
     const std::size_t bytes =
         std::max(send_count(collective, count, size()), recv_count(collective, count, size())) * sizeof(T);
     const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
-    const auto kernel = &collective_kernel<T>;
-    const CurrentDeviceGuard keep_device;
-    struct BreakUnlessDone {  // as in all_reduce_with: a half-launched call leaves the team broken
-      bool& broken;
-      bool done = false;
-      ~BreakUnlessDone() { if (!done) broken = true; }
-    } break_unless_done{broken_};
-    for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
-      const cudaStream_t stream = streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : first];
-      launch_streams_[first] = stream;
-      check_cuda(cudaSetDevice(devices_[first]), call, static_cast<int>(first), "cudaSetDevice");
-      const kernel::RankView* views = views_[first];
-      int first_rank = static_cast<int>(first);
-      int blocks = blocks_;
-      CollectiveArgs args{collective, count, op, root, algorithm};
-      void* kernel_args[] = {&views, &buffers, &first_rank, &blocks, &args};
-      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
-      check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, dim3(static_cast<unsigned>(options_.threads)),
-                                             kernel_args, 0, stream),
-                 call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
-    }
-    break_unless_done.done = true;
+    launch_cooperative(call, reinterpret_cast<const void*>(&collective_kernel<T>), streams, buffers,
+                       CollectiveArgs{collective, count, op, root, algorithm});
     launched_ = algorithm;
+    launched_call_ = call;
+  }
+
+  // Point-to-point transfers, every rank's at once in one launch (cuda/transfer.hpp): a rank may send and
+  // receive several (send to the next rank, receive from the previous). Transfers between the same ordered
+  // pair run in list order; from == to is a local copy; ranks listed in no transfer get blocks in the
+  // launch that return at once. Buffers are device memory (a rank's on its own device; a send on its
+  // rank's device is pushed into the receiver's scratch over peer access). Bad input is refused before
+  // launching (transfer_plan.hpp: ranks, null buffers, byte size, overlapping recv buffers, more than
+  // kMaxRanks sends or receives on a rank). Stream-ordered, like all_reduce; synchronize() reports a timeout.
+  template <class T>
+  void transfer(const std::vector<Transfer<T>>& transfers, const std::vector<cudaStream_t>& streams = {}) {
+    const char* call = "cuda::Team::transfer";
+    check_launch(call, streams, {});
+    const std::vector<kernel::P2pTable> tables = plan_transfers(call, size(), transfers);
+    TransferTables all{};
+    for (std::size_t r = 0; r < tables.size(); ++r) all.table[r] = tables[r];
+    launch_cooperative(call, reinterpret_cast<const void*>(&transfer_kernel<T>), streams, all);
+    launched_ = kernel::KernelAlgorithm::pairwise;
     launched_call_ = call;
   }
 
@@ -315,6 +317,34 @@ class Team {
 
   int ranks_per_launch() const { return virtual_ ? size() : 1; }
 
+  // One cooperative launch per launch group (all virtual ranks at once, else one per GPU) of a kernel
+  // taking (views, shared, first_rank, blocks_per_rank, rest...), on the rank's stream. Once one launch
+  // is out, a failure to launch another leaves signals half-written: the team refuses further calls.
+  template <class Shared, class... Rest>
+  void launch_cooperative(const char* call, const void* kernel, const std::vector<cudaStream_t>& streams, Shared shared,
+                          Rest... rest) {
+    const CurrentDeviceGuard keep_device;
+    struct BreakUnlessDone {
+      bool& broken;
+      bool done = false;
+      ~BreakUnlessDone() { if (!done) broken = true; }
+    } break_unless_done{broken_};
+    const auto n = static_cast<std::size_t>(size());
+    for (std::size_t first = 0; first < n; first += ranks_per_launch()) {
+      const cudaStream_t stream = streams.empty() ? cudaStream_t{} : streams[streams.size() == 1 ? 0 : first];
+      launch_streams_[first] = stream;
+      check_cuda(cudaSetDevice(devices_[first]), call, static_cast<int>(first), "cudaSetDevice");
+      const kernel::RankView* views = views_[first];
+      int first_rank = static_cast<int>(first);
+      int blocks = blocks_;
+      void* kernel_args[] = {&views, &shared, &first_rank, &blocks, &rest...};
+      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
+      check_cuda(cudaLaunchCooperativeKernel(kernel, grid, dim3(static_cast<unsigned>(options_.threads)), kernel_args, 0, stream), call,
+                 static_cast<int>(first), "cudaLaunchCooperativeKernel");
+    }
+    break_unless_done.done = true;
+  }
+
   // What every call checks before launching: the team is usable, the streams and takes_part fit.
   void check_launch(const char* call, const std::vector<cudaStream_t>& streams, const std::vector<bool>& takes_part) const {
     if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", call, ": an earlier call timed out; make a new Team"));
@@ -367,7 +397,12 @@ class Team {
             reinterpret_cast<const void*>(&collective_kernel<std::int32_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint32_t>),
             reinterpret_cast<const void*>(&collective_kernel<std::int64_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint64_t>),
             reinterpret_cast<const void*>(&collective_kernel<half>), reinterpret_cast<const void*>(&collective_kernel<bfloat16>),
-            reinterpret_cast<const void*>(&collective_kernel<float>), reinterpret_cast<const void*>(&collective_kernel<double>)}) {
+            reinterpret_cast<const void*>(&collective_kernel<float>), reinterpret_cast<const void*>(&collective_kernel<double>),
+            reinterpret_cast<const void*>(&transfer_kernel<std::int8_t>), reinterpret_cast<const void*>(&transfer_kernel<std::uint8_t>),
+            reinterpret_cast<const void*>(&transfer_kernel<std::int32_t>), reinterpret_cast<const void*>(&transfer_kernel<std::uint32_t>),
+            reinterpret_cast<const void*>(&transfer_kernel<std::int64_t>), reinterpret_cast<const void*>(&transfer_kernel<std::uint64_t>),
+            reinterpret_cast<const void*>(&transfer_kernel<half>), reinterpret_cast<const void*>(&transfer_kernel<bfloat16>),
+            reinterpret_cast<const void*>(&transfer_kernel<float>), reinterpret_cast<const void*>(&transfer_kernel<double>)}) {
         check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, r,
                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         blocks_ = std::min(blocks_, per_sm * sms / ranks_per_launch());
@@ -377,7 +412,8 @@ class Team {
       throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(), " ranks x ", options_.threads,
                        " threads do not fit the device at once; use fewer threads or ranks");
     }
-    layout_ = kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes, options_.fifo_depth, blocks_);
+    layout_ = kernel::with_p2p_region(
+        kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes, options_.fifo_depth, blocks_), n, blocks_);
     if (kernel::two_shot_round_elements(kernel::segment_elements(options_.staging_bytes, blocks_, 8), n, blocks_, 2) == 0 ||
         kernel::ll_capacity_lines(options_.ll_bytes, n) < 2) {
       throw make_error(ErrorCode::invalid_argument, call, 0, "staging_bytes ", options_.staging_bytes, " or ll_bytes ",

@@ -95,9 +95,15 @@ class CudaTeamAdapter {
     return std::make_shared<CudaTeamAdapter>(std::make_unique<Team>(devices, team_->options()));
   }
 
+  // Matched send/recv pairs as one Team::transfer of bytes, on the ranks' streams (a rank in no pair
+  // gets the first pair's sender's stream: its blocks return at once).
   void transfer(const std::vector<PeerTransfer>& transfers) {
-    throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::cuda::RankComm: send/recv of ", transfers.size(),
-                                                               " pair(s) need cuda::Team::transfer, which is not built yet"));
+    std::vector<cudaStream_t> streams(static_cast<std::size_t>(size()), static_cast<cudaStream_t>(transfers.front().send_stream));
+    for (const PeerTransfer& t : transfers) {
+      streams[static_cast<std::size_t>(t.from)] = static_cast<cudaStream_t>(t.send_stream);
+      streams[static_cast<std::size_t>(t.to)] = static_cast<cudaStream_t>(t.recv_stream);
+    }
+    team_->transfer(as_bytes(transfers), one_if_same(std::move(streams)));
   }
 
   // Bounded; a kernel's timeout becomes chorus::Error (Team::synchronize).
@@ -108,6 +114,9 @@ class CudaTeamAdapter {
   static std::vector<cudaStream_t> streams_of(const std::vector<RankCall>& calls) {
     std::vector<cudaStream_t> streams;
     for (const RankCall& call : calls) streams.push_back(static_cast<cudaStream_t>(call.stream));
+    return one_if_same(std::move(streams));
+  }
+  static std::vector<cudaStream_t> one_if_same(std::vector<cudaStream_t> streams) {
     for (cudaStream_t stream : streams) {
       if (stream != streams.front()) return streams;
     }

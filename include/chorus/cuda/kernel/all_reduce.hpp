@@ -19,6 +19,7 @@ CHORUS_HOST_DEVICE inline bool all_reduce(const Block& block, const RankView& vi
     case KernelAlgorithm::two_shot: return two_shot_all_reduce(block, view, call);
     case KernelAlgorithm::ll_one_shot: return ll_one_shot_all_reduce(block, view, call);
     case KernelAlgorithm::ring: return ring_all_reduce(block, view, call);
+    case KernelAlgorithm::pairwise: return false;  // all_to_all only (supports() refuses it before launch)
   }
   return false;
 }

@@ -18,7 +18,8 @@ struct AllReduceCall {
 
 // Which kernel body runs. One-shot and two-shot pull through staging behind flag barriers; LL pushes
 // flagged lines (no barrier); ring is the Simple protocol's FIFO ring, one channel per block.
-enum class KernelAlgorithm { one_shot, two_shot, ll_one_shot, ring };
+// pairwise is all_to_all only: every pair's block moved by the p2p body (pairwise.hpp).
+enum class KernelAlgorithm { one_shot, two_shot, ll_one_shot, ring, pairwise };
 
 inline constexpr const char* to_string(KernelAlgorithm algorithm) {
   switch (algorithm) {
@@ -26,6 +27,7 @@ inline constexpr const char* to_string(KernelAlgorithm algorithm) {
     case KernelAlgorithm::two_shot: return "two_shot";
     case KernelAlgorithm::ll_one_shot: return "ll_one_shot";
     case KernelAlgorithm::ring: return "ring";
+    case KernelAlgorithm::pairwise: return "pairwise";
   }
   return "unknown";
 }

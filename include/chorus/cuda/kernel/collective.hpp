@@ -5,6 +5,7 @@
 
 #include "all_reduce.hpp"
 #include "collective_call.hpp"
+#include "pairwise.hpp"
 #include "ring_collectives.hpp"
 #include "staged.hpp"
 
@@ -24,7 +25,8 @@ CHORUS_HOST_DEVICE inline bool collective(const Block& block, const RankView& vi
     case Collective::all_gather: return ring ? ring_all_gather(block, view, call) : staged_all_gather(block, view, call);
     case Collective::reduce_scatter:
       return ring ? ring_reduce_scatter(block, view, call) : staged_reduce_scatter(block, view, call);
-    case Collective::all_to_all: return staged_all_to_all(block, view, call);
+    case Collective::all_to_all:
+      return algorithm == KernelAlgorithm::pairwise ? pairwise_all_to_all(block, view, call) : staged_all_to_all(block, view, call);
   }
   return false;
 }

@@ -24,15 +24,16 @@ struct CollectiveCall {
 
 // all_reduce has all four bodies. The others: `one_shot` is the barrier pull through staging (every rank
 // stages, a flag barrier, every rank reads what it needs from its peers' staging, a barrier); `ring` is the
-// Simple FIFO ring, for all_gather and reduce_scatter (the gather and reduce halves of the ring all_reduce).
+// Simple FIFO ring, for all_gather and reduce_scatter (the gather and reduce halves of the ring all_reduce);
+// `pairwise` is all_to_all as grouped point-to-point transfers (pairwise.hpp).
 CHORUS_HOST_DEVICE constexpr bool supports(Collective collective, KernelAlgorithm algorithm) {
   switch (collective) {
-    case Collective::all_reduce: return true;
+    case Collective::all_reduce: return algorithm != KernelAlgorithm::pairwise;
     case Collective::all_gather:
     case Collective::reduce_scatter: return algorithm == KernelAlgorithm::one_shot || algorithm == KernelAlgorithm::ring;
     case Collective::broadcast:
-    case Collective::reduce:
-    case Collective::all_to_all: return algorithm == KernelAlgorithm::one_shot;
+    case Collective::reduce: return algorithm == KernelAlgorithm::one_shot;
+    case Collective::all_to_all: return algorithm == KernelAlgorithm::one_shot || algorithm == KernelAlgorithm::pairwise;
   }
   return false;
 }

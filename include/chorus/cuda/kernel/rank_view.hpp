@@ -22,6 +22,8 @@ struct Signals {
   std::uint32_t end[kMaxBlocks][kMaxRanks];
   std::uint32_t fifo_head[kMaxBlocks];  // Simple: slots the previous rank has filled in this rank's FIFO
   std::uint32_t fifo_tail[kMaxBlocks];  // Simple: slots the next rank has consumed of the FIFO this rank fills
+  std::uint32_t p2p_head[kMaxBlocks][kMaxRanks];  // p2p: slots source rank s has filled in this rank's FIFO from s
+  std::uint32_t p2p_tail[kMaxBlocks][kMaxRanks];  // p2p: slots receiver r has consumed of the FIFO this rank fills at r
 };
 
 // This rank's own counters, kept in (device) memory between calls so a replayed CUDA graph continues
@@ -32,8 +34,14 @@ struct BlockCounters {
   std::uint32_t fifo_sent;      // Simple: slots filled in the next rank's FIFO, ever
   std::uint32_t fifo_received;  // Simple: slots consumed from this rank's FIFO, ever
 };
+// p2p (point-to-point transfers): per block, one FIFO to and one from every peer.
+struct P2pCounters {
+  std::uint32_t sent[kMaxRanks];      // slots filled in peer's FIFO from this rank, ever
+  std::uint32_t received[kMaxRanks];  // slots consumed from this rank's FIFO from peer, ever
+};
 struct RankState {
   BlockCounters block[kMaxBlocks];
+  P2pCounters p2p[kMaxBlocks];
 };
 
 // Where a bounded wait gave up: the first timeout of a call (rank, the peer it waited for, the step,
@@ -52,7 +60,7 @@ struct TimeoutRecord {
 };
 
 // Which wait gave up, for the host's message.
-enum class WaitKind : std::uint32_t { barrier_start, barrier_end, ll_line, fifo_filled, fifo_free };
+enum class WaitKind : std::uint32_t { barrier_start, barrier_end, ll_line, fifo_filled, fifo_free, p2p_filled, p2p_free };
 
 inline const char* to_string(WaitKind kind) {
   switch (kind) {
@@ -61,6 +69,8 @@ inline const char* to_string(WaitKind kind) {
     case WaitKind::ll_line: return "LL line";
     case WaitKind::fifo_filled: return "Simple FIFO: slot from the previous rank";
     case WaitKind::fifo_free: return "Simple FIFO: free slot at the next rank";
+    case WaitKind::p2p_filled: return "p2p FIFO: piece from the sender";
+    case WaitKind::p2p_free: return "p2p FIFO: free slot at the receiver";
   }
   return "unknown wait";
 }
@@ -74,12 +84,15 @@ struct ScratchLayout {
   std::size_t fifo_bytes;     // Simple: per block, `fifo_depth` slots of `fifo_slot_bytes`
   std::size_t fifo_slot_bytes;
   int fifo_depth;
+  std::size_t p2p_bytes;       // p2p: per block and source rank, `fifo_depth` slots of `fifo_slot_bytes`
+  int p2p_sources;             // p2p: source ranks the region has room for
 
   CHORUS_HOST_DEVICE constexpr std::size_t staging_offset() const { return 0; }
   CHORUS_HOST_DEVICE constexpr std::size_t result_offset() const { return staging_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t ll_offset() const { return staging_bytes + result_bytes; }
   CHORUS_HOST_DEVICE constexpr std::size_t fifo_offset() const { return staging_bytes + result_bytes + ll_bytes; }
-  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return staging_bytes + result_bytes + ll_bytes + fifo_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t p2p_offset() const { return fifo_offset() + fifo_bytes; }
+  CHORUS_HOST_DEVICE constexpr std::size_t total_bytes() const { return p2p_offset() + p2p_bytes; }
 };
 
 // A layout for `staging` bytes of barrier-family staging and `fifo_slot` x `depth` bytes of FIFO per
@@ -94,7 +107,19 @@ CHORUS_HOST_DEVICE constexpr ScratchLayout make_layout(std::size_t staging, std:
                        round_up(ll, 256),
                        round_up(slot * static_cast<std::size_t>(depth) * static_cast<std::size_t>(blocks), 256),
                        slot,
-                       depth};
+                       depth,
+                       0,
+                       0};
+}
+
+// The layout with room for p2p transfers among `ranks` ranks: a FIFO per (block, source rank) of the
+// Simple FIFO's depth and slot size, its own region (a protocol family never reads another's).
+CHORUS_HOST_DEVICE constexpr ScratchLayout with_p2p_region(ScratchLayout layout, int ranks, int blocks) {
+  layout.p2p_bytes = round_up(layout.fifo_slot_bytes * static_cast<std::size_t>(layout.fifo_depth) *
+                                  static_cast<std::size_t>(blocks) * static_cast<std::size_t>(ranks),
+                              256);
+  layout.p2p_sources = ranks;
+  return layout;
 }
 
 struct RankView {

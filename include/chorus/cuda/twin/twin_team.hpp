@@ -6,6 +6,7 @@
 //   chorus::cuda::twin::Team team(4, {/*blocks*/ 2, /*lanes*/ 4});
 //   team.all_reduce(inputs, outputs, count, ReduceOp::sum, kernel::KernelAlgorithm::ring);  // all ranks at once
 //   team.all_gather(inputs, outputs, send_count, kernel::KernelAlgorithm::one_shot);        // and the others
+//   team.transfer<float>({{0, 1, send0, recv1, count}, {1, 0, send1, recv0, count}});       // point-to-point
 #pragma once
 
 #include <chrono>
@@ -24,6 +25,8 @@
 #include "../../core/error.hpp"
 #include "../collective_check.hpp"
 #include "../kernel/collective.hpp"
+#include "../kernel/p2p.hpp"
+#include "../transfer_plan.hpp"
 #include "host_block.hpp"
 
 namespace chorus::cuda {
@@ -51,8 +54,9 @@ class Team {
  public:
   Team(int ranks, Options options = {}) : ranks_(ranks), options_(std::move(options)) {
     validate();
-    layout_ = kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes,
-                                  options_.fifo_depth, options_.blocks);
+    layout_ = kernel::with_p2p_region(kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes,
+                                                          options_.fifo_depth, options_.blocks),
+                                      ranks_, options_.blocks);
     for (int r = 0; r < ranks_; ++r) {
       memory_.push_back(std::make_unique<RankMemory>(layout_.total_bytes()));
     }
@@ -114,9 +118,33 @@ class Team {
            takes_part);
   }
 
+  // Point-to-point transfers, all at once in one launch (cuda/transfer.hpp): a rank may send and receive
+  // several. Transfers between the same ordered pair run in list order; from == to is a local copy.
+  // Ranks in no transfer, and ranks whose `takes_part` entry is false, do not run (their peers time out:
+  // chorus::Error(timeout) naming who waited for whom). Bad input is refused before anything runs
+  // (transfer_plan.hpp).
+  template <class T>
+  void transfer(const std::vector<Transfer<T>>& transfers, const std::vector<bool>& takes_part = {}) {
+    const char* name = "cuda::twin::Team::transfer";
+    check_call(name, takes_part);
+    const std::vector<kernel::P2pTable> tables = plan_transfers(name, ranks_, transfers);
+    run_blocks(name, "p2p", [&](int rank) {
+      const kernel::P2pTable& table = tables[static_cast<std::size_t>(rank)];
+      const bool listed = table.send_count + table.recv_count > 0;
+      return listed && (takes_part.empty() || takes_part[static_cast<std::size_t>(rank)]);
+    }, [&](const HostBlock& block, const kernel::RankView& view) {
+      kernel::p2p<T>(block, view, tables[static_cast<std::size_t>(view.rank)]);
+    });
+  }
+
   // The counters of rank r's block b.
   const kernel::BlockCounters& counters(int rank, int block) const {
     return memory_.at(static_cast<std::size_t>(rank))->state.block[block];
+  }
+
+  // The p2p counters of rank r's block b.
+  const kernel::P2pCounters& p2p_counters(int rank, int block) const {
+    return memory_.at(static_cast<std::size_t>(rank))->state.p2p[block];
   }
 
   // Puts every counter and every signal where `value` barriers, LL calls and FIFO steps would have left
@@ -131,6 +159,12 @@ class Team {
         }
         memory->signals.fifo_head[b] = value;
         memory->signals.fifo_tail[b] = value;
+        for (int peer = 0; peer < kernel::kMaxRanks; ++peer) {
+          memory->state.p2p[b].sent[peer] = value;
+          memory->state.p2p[b].received[peer] = value;
+          memory->signals.p2p_head[b][peer] = value;
+          memory->signals.p2p_tail[b][peer] = value;
+        }
       }
     }
   }
@@ -202,6 +236,56 @@ class Team {
       throw make_error(ErrorCode::timeout, name, seen.rank, kernel::to_string(algorithm), " block ", seen.block, " waited ",
                        timeout.count(), " ms for rank ", seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)),
                        ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
+    }
+  }
+
+  void check_call(const char* name, const std::vector<bool>& takes_part) const {
+    if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", name, ": an earlier call timed out; make a new Team"));
+    if (takes_part.size() != 0 && takes_part.size() != static_cast<std::size_t>(ranks_)) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", name, ": takes_part must be empty or one per rank, got ",
+                                                               takes_part.size()));
+    }
+  }
+
+  // Runs body(block, view) on every lane of every block of each rank for which runs(rank) holds, then
+  // raises the first rank's timeout record as chorus::Error(timeout), `label` naming the kernel.
+  template <class Runs, class Body>
+  void run_blocks(const char* name, const char* label, const Runs& runs, const Body& body) {
+    const auto timeout = std::chrono::milliseconds(env::timeout_ms());
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<kernel::RankView> views;
+    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
+    std::vector<std::unique_ptr<LaneGroup>> groups;
+    std::vector<std::thread> threads;
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    for (int r = 0; r < ranks_; ++r) {
+      if (!runs(r)) continue;
+      for (int b = 0; b < options_.blocks; ++b) {
+        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
+        LaneGroup& group = *groups.back();
+        for (int lane = 0; lane < options_.lanes; ++lane) {
+          threads.emplace_back([&, r, b, lane] {
+            try {
+              body(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)]);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(failure_mutex);
+              if (!failure) failure = std::current_exception();
+            }
+          });
+        }
+      }
+    }
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    for (int r = 0; r < ranks_; ++r) {
+      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
+      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
+      const kernel::TimeoutRecord seen = record;
+      broken_ = true;
+      throw make_error(ErrorCode::timeout, name, seen.rank, label, " block ", seen.block, " waited ", timeout.count(), " ms for rank ",
+                       seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)), ", step ", seen.step,
+                       "): expected ", seen.expected, ", saw ", seen.seen);
     }
   }
 
