@@ -72,6 +72,31 @@ inline std::vector<Transfer<std::uint8_t>> as_bytes(const std::vector<PeerTransf
   return bytes;
 }
 
+// What a rank's call throws: kept as code and text, and thrown as a fresh chorus::Error on the rank's own
+// thread, so no exception object is shared between threads.
+struct Failure {
+  bool failed = false;
+  ErrorCode code = ErrorCode::internal;
+  std::string message;
+
+  static Failure of(const Error& e) { return {true, e.code(), e.what()}; }
+  // The exception being handled, whatever it is (a team call may throw std::bad_alloc too).
+  static Failure current() {
+    try {
+      throw;
+    } catch (const Error& e) {
+      return of(e);
+    } catch (const std::exception& e) {
+      return {true, ErrorCode::internal, e.what()};
+    } catch (...) {
+      return {true, ErrorCode::internal, "unknown exception"};
+    }
+  }
+  void raise() const {
+    if (failed) throw Error(code, message);
+  }
+};
+
 namespace rendezvous_detail {
 
 // One team call or one send/recv pair, from the first arrival until every rank has collected its outcome.
@@ -89,7 +114,7 @@ struct Job {
   PeerTransfer transfer;
   DataType recv_type = DataType::uint8;
   std::size_t recv_count = 0;
-  std::vector<std::exception_ptr> failures;      // by rank: what that rank's call throws
+  std::vector<Failure> failures;               // by rank: what that rank's call throws
   std::vector<std::shared_ptr<void>> results;  // by rank: what a call returns (split's new communicator)
 
   bool complete() const { return arrived == expected; }
@@ -103,7 +128,7 @@ class GroupMember {
   using Batch = std::vector<std::pair<std::shared_ptr<rendezvous_detail::Job>, int>>;  // (job, the rank whose part it is)
   virtual ~GroupMember() = default;
   // Waits (bounded) for the batch's jobs, runs those ready, collects each rank's outcome: the first failure.
-  virtual std::exception_ptr settle(const Batch& batch) = 0;
+  virtual Failure settle(const Batch& batch) = 0;
 };
 
 namespace rendezvous_detail {
@@ -138,7 +163,7 @@ inline void group_end() {
   if (--state.depth > 0) return;
   std::vector<rendezvous_detail::Ticket> tickets = std::move(state.tickets);
   state.tickets.clear();
-  std::exception_ptr first;
+  Failure first;
   for (std::size_t i = 0; i < tickets.size();) {
     GroupMember::Batch batch{{tickets[i].job, tickets[i].rank}};
     std::size_t j = i + 1;
@@ -146,11 +171,11 @@ inline void group_end() {
       batch.emplace_back(tickets[j].job, tickets[j].rank);
       ++j;
     }
-    std::exception_ptr failure = tickets[i].owner->settle(batch);
-    if (!first) first = failure;
+    const Failure failure = tickets[i].owner->settle(batch);
+    if (!first.failed) first = failure;
     i = j;
   }
-  if (first) std::rethrow_exception(first);
+  first.raise();
 }
 
 // RAII form: group_start() now, group_end() at end() or, reporting nothing, at destruction (so the
@@ -238,7 +263,7 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
     fn();
   }
 
-  std::exception_ptr settle(const Batch& batch) override {
+  Failure settle(const Batch& batch) override {
     std::unique_lock<std::mutex> lock(mutex_);
     const long timeout_ms = env::timeout_ms();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -270,10 +295,10 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
     for (const auto& entry : batch) {
       changed_.wait(lock, [&] { return entry.first->state == rendezvous_detail::Job::State::done; });
     }
-    std::exception_ptr first;
+    Failure first;
     for (const auto& entry : batch) {
       rendezvous_detail::Job& job = *entry.first;
-      if (!first) first = job.failures[static_cast<std::size_t>(entry.second)];
+      if (!first.failed) first = job.failures[static_cast<std::size_t>(entry.second)];
       if (++job.collected == job.expected && !job.peer) rounds_.erase(job.sequence);
     }
     return first;
@@ -297,8 +322,7 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
       rendezvous_detail::GroupState::here().tickets.push_back({shared_from_this(), job, rank});
       return nullptr;
     }
-    const std::exception_ptr failure = settle({{job, rank}});
-    if (failure) std::rethrow_exception(failure);
+    settle({{job, rank}}).raise();
     return job->results[static_cast<std::size_t>(rank)];  // written before the job was done; nobody writes it now
   }
 
@@ -316,7 +340,7 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
     }
     if (difference.empty()) return;
     for (int r = 0; r < ranks_; ++r) {
-      job.failures[static_cast<std::size_t>(r)] = std::make_exception_ptr(
+      job.failures[static_cast<std::size_t>(r)] = Failure::of(
           make_error(ErrorCode::mismatch, runtime::to_string(job.calls[static_cast<std::size_t>(r)].described.kind), r,
                      "ranks disagree at call ", job.sequence, ": ", difference));
     }
@@ -368,8 +392,8 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
     const std::string both = chorus::detail::concat("rank ", t.from, " sends ", t.count, " ", to_string(t.type), " to rank ", t.to,
                                                     ", which receives ", job.recv_count, " ", to_string(job.recv_type), " from rank ",
                                                     t.from);
-    job.failures[static_cast<std::size_t>(t.from)] = std::make_exception_ptr(make_error(ErrorCode::mismatch, "send", t.from, both));
-    job.failures[static_cast<std::size_t>(t.to)] = std::make_exception_ptr(make_error(ErrorCode::mismatch, "recv", t.to, both));
+    job.failures[static_cast<std::size_t>(t.from)] = Failure::of(make_error(ErrorCode::mismatch, "send", t.from, both));
+    job.failures[static_cast<std::size_t>(t.to)] = Failure::of(make_error(ErrorCode::mismatch, "recv", t.to, both));
     job.state = rendezvous_detail::Job::State::done;
   }
 
@@ -394,7 +418,7 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
                          : job.present[static_cast<std::size_t>(r)]
                              ? runtime::to_string(job.calls[static_cast<std::size_t>(r)].described.kind)
                              : "team call";
-      job.failures[static_cast<std::size_t>(r)] = std::make_exception_ptr(make_error(ErrorCode::timeout, name, r, why));
+      job.failures[static_cast<std::size_t>(r)] = Failure::of(make_error(ErrorCode::timeout, name, r, why));
     }
     job.state = rendezvous_detail::Job::State::done;
     changed_.notify_all();
@@ -414,16 +438,18 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
       try {
         run_call_(job->calls, job->results);
       } catch (...) {
-        for (auto& failure : job->failures) failure = std::current_exception();
+        const Failure failure = Failure::current();
+        for (auto& each : job->failures) each = failure;
       }
     }
     if (transfers.empty()) return;
     try {
       run_transfers_(transfers);
     } catch (...) {
+      const Failure failure = Failure::current();
       for (rendezvous_detail::Job* job : pairs) {
-        job->failures[static_cast<std::size_t>(job->transfer.from)] = std::current_exception();
-        job->failures[static_cast<std::size_t>(job->transfer.to)] = std::current_exception();
+        job->failures[static_cast<std::size_t>(job->transfer.from)] = failure;
+        job->failures[static_cast<std::size_t>(job->transfer.to)] = failure;
       }
     }
   }
