@@ -9,9 +9,9 @@
 //   - one thread per rank: the call returns once the team call has run (been enqueued, on a GPU), or
 //     throws; the wait for the other ranks is bounded by CHORUS_TIMEOUT_MS, and a timeout fails every
 //     rank's part of the call with chorus::Error(timeout) naming the ranks that never arrived;
-//   - one thread for all ranks: calls inside a Group only deposit and return; the group's end settles
-//     them in the order they were made (consecutive send/recv pairs run as one transfer) and throws the
-//     first failure.
+//   - one thread for all ranks: calls inside a Group (group.hpp) only deposit and return; the group's
+//     end settles them in the order they were made (consecutive send/recv pairs run as one transfer)
+//     and throws the first failure.
 // Team calls are serialized per rendezvous (one per team): the twin's Team::run and a GPU team's launch
 // state are not re-entrant. Plain C++: the streams are opaque pointers here.
 #pragma once
@@ -37,6 +37,7 @@
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "kernel/all_reduce_call.hpp"
+#include "group.hpp"
 #include "transfer.hpp"
 
 namespace chorus::cuda {
@@ -72,31 +73,6 @@ inline std::vector<Transfer<std::uint8_t>> as_bytes(const std::vector<PeerTransf
   return bytes;
 }
 
-// What a rank's call throws: kept as code and text, and thrown as a fresh chorus::Error on the rank's own
-// thread, so no exception object is shared between threads.
-struct Failure {
-  bool failed = false;
-  ErrorCode code = ErrorCode::internal;
-  std::string message;
-
-  static Failure of(const Error& e) { return {true, e.code(), e.what()}; }
-  // The exception being handled, whatever it is (a team call may throw std::bad_alloc too).
-  static Failure current() {
-    try {
-      throw;
-    } catch (const Error& e) {
-      return of(e);
-    } catch (const std::exception& e) {
-      return {true, ErrorCode::internal, e.what()};
-    } catch (...) {
-      return {true, ErrorCode::internal, "unknown exception"};
-    }
-  }
-  void raise() const {
-    if (failed) throw Error(code, message);
-  }
-};
-
 namespace rendezvous_detail {
 
 // One team call or one send/recv pair, from the first arrival until every rank has collected its outcome.
@@ -121,86 +97,6 @@ struct Job {
 };
 
 }  // namespace rendezvous_detail
-
-// What a Group settles at its end: a rendezvous that holds deposited calls.
-class GroupMember {
- public:
-  using Batch = std::vector<std::pair<std::shared_ptr<rendezvous_detail::Job>, int>>;  // (job, the rank whose part it is)
-  virtual ~GroupMember() = default;
-  // Waits (bounded) for the batch's jobs, runs those ready, collects each rank's outcome: the first failure.
-  virtual Failure settle(const Batch& batch) = 0;
-};
-
-namespace rendezvous_detail {
-
-struct Ticket {
-  std::shared_ptr<GroupMember> owner;
-  std::shared_ptr<Job> job;
-  int rank;
-};
-
-// This thread's open groups: their depth and the calls made inside them, in order.
-struct GroupState {
-  int depth = 0;
-  std::vector<Ticket> tickets;
-  static GroupState& here() {
-    thread_local GroupState state;
-    return state;
-  }
-};
-
-}  // namespace rendezvous_detail
-
-inline bool in_group() { return rendezvous_detail::GroupState::here().depth > 0; }
-
-inline void group_start() { ++rendezvous_detail::GroupState::here().depth; }
-
-// Closes one level; the outermost settles every call made in the group, in order (consecutive send/recv
-// of one team as one transfer), and throws the first failure after settling them all.
-inline void group_end() {
-  rendezvous_detail::GroupState& state = rendezvous_detail::GroupState::here();
-  if (state.depth == 0) throw Error(ErrorCode::invalid_argument, "chorus::cuda::group_end: no group is open on this thread");
-  if (--state.depth > 0) return;
-  std::vector<rendezvous_detail::Ticket> tickets = std::move(state.tickets);
-  state.tickets.clear();
-  Failure first;
-  for (std::size_t i = 0; i < tickets.size();) {
-    GroupMember::Batch batch{{tickets[i].job, tickets[i].rank}};
-    std::size_t j = i + 1;
-    while (tickets[i].job->peer && j < tickets.size() && tickets[j].job->peer && tickets[j].owner == tickets[i].owner) {
-      batch.emplace_back(tickets[j].job, tickets[j].rank);
-      ++j;
-    }
-    const Failure failure = tickets[i].owner->settle(batch);
-    if (!first.failed) first = failure;
-    i = j;
-  }
-  first.raise();
-}
-
-// RAII form: group_start() now, group_end() at end() or, reporting nothing, at destruction (so the
-// deposited calls are settled, bounded, on every path).
-class Group {
- public:
-  Group() { group_start(); }
-  ~Group() {
-    if (open_) {
-      try {
-        group_end();
-      } catch (...) {
-      }
-    }
-  }
-  Group(const Group&) = delete;
-  Group& operator=(const Group&) = delete;
-  void end() {
-    open_ = false;
-    group_end();
-  }
-
- private:
-  bool open_ = true;
-};
 
 class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rendezvous> {
  public:
@@ -319,7 +215,7 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
 
   std::shared_ptr<void> finish(const std::shared_ptr<rendezvous_detail::Job>& job, int rank) {
     if (in_group()) {
-      rendezvous_detail::GroupState::here().tickets.push_back({shared_from_this(), job, rank});
+      rendezvous_detail::GroupState::here().tickets.push_back({shared_from_this(), job, rank, job->peer});
       return nullptr;
     }
     settle({{job, rank}}).raise();
