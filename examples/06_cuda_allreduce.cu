@@ -5,6 +5,10 @@
 // checked. Without a GPU: the very same kernel bodies run on the CPU twin (a thread per GPU lane), so the
 // algorithms can still be followed on a laptop — and they must give the same bits on every rank.
 //
+// Then the same team through per-rank views, the way per-rank code (one thread per GPU, as in data-parallel
+// training) uses it: each thread calls team.comm(rank).on(stream).all_reduce(...) with its own buffer; the
+// calls meet at the team's rendezvous and the last to arrive launches the kernels for all.
+//
 //   06_cuda_allreduce [count]
 #include <chorus/cuda.hpp>
 #include <chorus/cuda/twin/twin_team.hpp>
@@ -12,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 using chorus::ReduceOp;
@@ -50,6 +56,45 @@ bool on_the_cpu_twin(int ranks, std::size_t count) {
     std::printf("  %-12s every rank holds %g everywhere: %s\n", to_string(algorithm), expected, right ? "yes" : "NO");
     ok = ok && right;
   }
+  return ok;
+}
+
+// One thread per rank, each with its own communicator: `make_call(rank)` does that rank's all_reduce.
+template <class Call>
+bool one_thread_per_rank(int ranks, Call make_call) {
+  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        make_call(r);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  bool ok = true;
+  for (const std::string& error : errors) {
+    if (!error.empty()) std::printf("  %s\n", error.c_str());
+    ok = ok && error.empty();
+  }
+  return ok;
+}
+
+bool per_rank_views_on_the_twin(int ranks, std::size_t count) {
+  chorus::cuda::twin::Team team(ranks);
+  std::vector<std::vector<float>> data(static_cast<std::size_t>(ranks));
+  bool ok = one_thread_per_rank(ranks, [&](int r) {
+    std::vector<float>& mine = data[static_cast<std::size_t>(r)];
+    mine.assign(count, static_cast<float>(r + 1));
+    team.comm(r).all_reduce(mine.data(), mine.data(), count, ReduceOp::sum);  // returns once every rank's part ran
+  });
+  const float expected = static_cast<float>(ranks * (ranks + 1) / 2);
+  for (const auto& rank : data) {
+    for (float v : rank) ok = ok && v == expected;
+  }
+  std::printf("  per-rank views, one thread per rank: every rank holds %g everywhere: %s\n", expected, ok ? "yes" : "NO");
   return ok;
 }
 
@@ -93,6 +138,29 @@ bool on_gpus(int devices, std::size_t count) {
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
   }
+  // The same team through per-rank views: one thread per rank, each on its own stream (virtual ranks run in
+  // one launch, so they share one stream); the call returns once the kernels are enqueued, wait() syncs.
+  std::vector<cudaStream_t> streams(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    cudaSetDevice(team.device(r));
+    if (r == 0 || !team.is_virtual()) cudaStreamCreateWithFlags(&streams[static_cast<std::size_t>(r)], cudaStreamNonBlocking);
+    if (r > 0 && team.is_virtual()) streams[static_cast<std::size_t>(r)] = streams[0];
+  }
+  const bool views_ok = one_thread_per_rank(n, [&](int r) {
+    cudaSetDevice(team.device(r));
+    auto comm = team.comm(r).on(streams[static_cast<std::size_t>(r)]);
+    comm.all_reduce(out[static_cast<std::size_t>(r)], out[static_cast<std::size_t>(r)], count, ReduceOp::max);
+    comm.wait();
+  });
+  std::vector<float> got(count);
+  cudaMemcpy(got.data(), out[0], count * sizeof(float), cudaMemcpyDeviceToHost);
+  bool right = views_ok;
+  for (float v : got) right = right && v == static_cast<float>(n);
+  std::printf("  per-rank views, one thread per rank: result %s\n", right ? "ok" : "WRONG");
+  ok = ok && right;
+  for (int r = 0; r < n; ++r) {
+    if (r == 0 || !team.is_virtual()) cudaStreamDestroy(streams[static_cast<std::size_t>(r)]);
+  }
   for (float* p : out) cudaFree(p);
   return ok;
 }
@@ -103,6 +171,6 @@ int main(int argc, char** argv) {
   const std::size_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1 << 16;
   int devices = 0;
   const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-  const bool ok = gpu ? on_gpus(devices, count) : on_the_cpu_twin(4, count);
+  const bool ok = gpu ? on_gpus(devices, count) : on_the_cpu_twin(4, count) && per_rank_views_on_the_twin(4, count);
   return ok ? 0 : 1;
 }

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using chorus::Algorithm;
@@ -364,6 +365,54 @@ void nvtx_ranges(int device) {
 
 }  // namespace
 
+static_assert(chorus::check_communicator<chorus::cuda::RankComm>(), "cuda::RankComm satisfies the communicator contract");
+
+// The per-rank view (team_comm.cuh): one thread per rank on one shared stream, then one thread for all
+// ranks inside group(), then a split; each compared with the sum computed here.
+void per_rank_views(int device) {
+  const int n = 4;
+  const std::size_t count = 1000;
+  auto team = chorus::cuda::Team::virtual_ranks(device, n);
+  check(cudaSetDevice(device), "cudaSetDevice");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  std::vector<float*> data(n);
+  for (int r = 0; r < n; ++r) {
+    check(cudaMalloc(&data[static_cast<std::size_t>(r)], count * sizeof(float)), "cudaMalloc");
+    const std::vector<float> host(count, static_cast<float>(r + 1));
+    check(cudaMemcpy(data[static_cast<std::size_t>(r)], host.data(), count * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        chorus::cuda::RankComm comm = team.comm(r).on(stream);
+        comm.all_reduce(data[static_cast<std::size_t>(r)], data[static_cast<std::size_t>(r)], count, ReduceOp::sum);  // 10
+        comm.barrier();
+        chorus::cuda::RankComm pair = comm.split(r / 2, r);
+        pair.all_reduce(data[static_cast<std::size_t>(r)], data[static_cast<std::size_t>(r)], count, ReduceOp::sum);  // 20
+        pair.wait();
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int r = 0; r < n; ++r) expect(errors[static_cast<std::size_t>(r)].empty(), "per-rank view: " + errors[static_cast<std::size_t>(r)]);
+  team.group([&] {
+    for (int r = 0; r < n; ++r) team.comm(r).on(stream).all_reduce(data[static_cast<std::size_t>(r)], data[static_cast<std::size_t>(r)], count, ReduceOp::sum);
+  });
+  team.comm(0).on(stream).wait();
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> got(count);
+    check(cudaMemcpy(got.data(), data[static_cast<std::size_t>(r)], count * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    expect(got == std::vector<float>(count, 80.0f), "per-rank view: rank " + std::to_string(r) + " got " + std::to_string(got[0]) + ", expected 80");
+    cudaFree(data[static_cast<std::size_t>(r)]);
+  }
+  cudaStreamDestroy(stream);
+}
+
 int main() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -387,6 +436,7 @@ int main() {
     transfers(team);
   }
   nvtx_ranges(0);
+  per_rank_views(0);
   if (!quick()) {
     stress_and_graphs(0);
     skipped_rank(0, 4);

@@ -20,16 +20,23 @@
 #include "../runtime/nvtx_range.hpp"
 #include "collective_check.hpp"
 #include "collective_kernel.cuh"
+#include "kernel_choice.hpp"
 #include "runtime_check.hpp"
 #include "transfer_kernel.cuh"
 #include "transfer_plan.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
 namespace chorus::cuda {
+
+template <class Adapter>
+class BasicRankComm;
+class CudaTeamAdapter;
+using RankComm = BasicRankComm<CudaTeamAdapter>;  // one rank's communicator on a Team (team_comm.cuh)
 
 struct TeamOptions {
   int blocks = 8;                            // blocks (channels) per rank, before the occupancy limit
@@ -40,44 +47,6 @@ struct TeamOptions {
   int fifo_depth = 4;                        // Simple FIFO slots per block
   std::uint32_t delay_seed = 0;              // nonzero: seeded per-rank delays before waits (testing)
 };
-
-// Which kernel serves Algorithm::automatic: LL for the smallest messages, then the barrier one-shot,
-// two-shot, and the ring (seeds from published crossovers, ../shared notes; tune with chorus-bench).
-inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes, int ranks) {
-  switch (algorithm) {
-    case Algorithm::one_shot: return kernel::KernelAlgorithm::one_shot;
-    case Algorithm::two_shot: return kernel::KernelAlgorithm::two_shot;
-    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
-    case Algorithm::tree: return kernel::KernelAlgorithm::tree;
-    case Algorithm::automatic:
-      if (bytes <= (16u << 10)) return kernel::KernelAlgorithm::ll_one_shot;
-      if (bytes <= (ranks <= 4 ? (512u << 10) : (256u << 10))) return kernel::KernelAlgorithm::one_shot;
-      if (bytes <= (8u << 20)) return kernel::KernelAlgorithm::two_shot;
-      return kernel::KernelAlgorithm::ring;
-    default:
-      throw Error(ErrorCode::unsupported, std::string("chorus::cuda::Team::all_reduce: algorithm ") + to_string(algorithm) +
-                                              " has no CUDA kernel yet (one_shot, two_shot, ring, tree, automatic)");
-  }
-}
-
-// Which kernel serves the other collectives: the barrier pull through staging (one step, the latency
-// winner) unless ring is asked for, or automatic picks the ring for all_gather and reduce_scatter blocks
-// above 1 MiB (an untuned seed, as NCCL's ring wins on bandwidth; tune with chorus-bench on a GPU).
-inline kernel::KernelAlgorithm kernel_for(Collective collective, Algorithm algorithm, std::size_t block_bytes) {
-  switch (algorithm) {
-    case Algorithm::one_shot:
-    case Algorithm::direct: return kernel::KernelAlgorithm::one_shot;
-    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
-    case Algorithm::pairwise: return kernel::KernelAlgorithm::pairwise;  // all_to_all only (supports() checks)
-    case Algorithm::automatic:
-      return (collective == Collective::all_gather || collective == Collective::reduce_scatter) && block_bytes > (1u << 20)
-                 ? kernel::KernelAlgorithm::ring
-                 : kernel::KernelAlgorithm::one_shot;
-    default:
-      throw Error(ErrorCode::unsupported, detail::concat("chorus::cuda::Team::", to_string(collective), ": algorithm ",
-                                                          to_string(algorithm), " has no CUDA kernel (one_shot, direct, ring, pairwise, automatic)"));
-  }
-}
 
 // Restores the caller's current device when a Team call returns (the Team switches devices as it goes).
 class CurrentDeviceGuard {
@@ -111,6 +80,13 @@ class Team {
   int device(int rank) const { return devices_.at(static_cast<std::size_t>(rank)); }
   int blocks_per_rank() const { return blocks_; }
   bool is_virtual() const { return virtual_; }
+  const TeamOptions& options() const { return options_; }
+
+  // Rank `rank`'s communicator on this team (use .on(stream)), and calls for several ranks from one
+  // thread (team_comm.cuh). The team must stay in place while views are in use.
+  RankComm comm(int rank);
+  template <class Fn>
+  void group(Fn&& fn);
 
   // Every rank's all_reduce in one call (group semantics, as NCCL's ncclGroupStart/End around one call per
   // rank). `streams`: one per rank (each on its rank's device), or one for all; empty: the default stream.
@@ -502,6 +478,7 @@ class Team {
     std::swap(broken_, other.broken_);
     std::swap(launched_, other.launched_);
     std::swap(launched_call_, other.launched_call_);
+    std::swap(comm_state_, other.comm_state_);
   }
 
   std::vector<int> devices_;
@@ -520,6 +497,9 @@ class Team {
   bool broken_ = false;
   kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;
   const char* launched_call_ = "cuda::Team::all_reduce";  // the last call's name, for synchronize()'s timeout message
+  std::shared_ptr<void> comm_state_;  // a RankComm of this team, made by the first comm()
 };
 
 }  // namespace chorus::cuda
+
+#include "team_comm.cuh"

@@ -30,7 +30,15 @@
 #include "../transfer_plan.hpp"
 #include "host_block.hpp"
 
+namespace chorus::cuda {
+template <class Adapter>
+class BasicRankComm;
+}  // namespace chorus::cuda
+
 namespace chorus::cuda::twin {
+
+class TeamAdapter;
+using RankComm = BasicRankComm<TeamAdapter>;  // one rank's communicator on a Team (twin_comm.hpp)
 
 struct Options {
   int blocks = 2;                          // blocks (channels) per rank
@@ -61,6 +69,13 @@ class Team {
 
   int size() const { return ranks_; }
   const kernel::ScratchLayout& layout() const { return layout_; }
+  const Options& options() const { return options_; }
+
+  // Rank `rank`'s communicator on this team, and calls for several ranks from one thread (twin_comm.hpp).
+  // The team must stay in place while views are in use.
+  RankComm comm(int rank);
+  template <class Fn>
+  void group(Fn&& fn);
 
   // Every rank's all_reduce at once, as one cooperative launch runs virtual ranks on one GPU. Ranks whose
   // `takes_part` entry is false do not run (a rank that skipped the call): the others time out. Throws
@@ -349,6 +364,9 @@ class Team {
   kernel::ScratchLayout layout_{};
   std::vector<std::unique_ptr<RankMemory>> memory_;
   bool broken_ = false;
+  std::shared_ptr<void> comm_state_;  // a RankComm of this team, made by the first comm()
 };
 
 }  // namespace chorus::cuda::twin
+
+#include "twin_comm.hpp"

@@ -1,0 +1,257 @@
+// One rank's communicator on a team that launches once for all ranks (cuda::Team, its CPU twin): the
+// communicator contract (core/communicator.hpp) over chorus's own kernels, so generic code (the parallel
+// layer, the contract's tests) runs on them.
+//
+//   auto comm = team.comm(rank);                         // twin::RankComm, or cuda::RankComm on a stream:
+//   team.comm(rank).on(stream).all_reduce(x, x, n, chorus::ReduceOp::sum);
+//
+// Each call is checked on its rank (runtime/call_check.hpp: a bad argument fails that rank alone, at
+// once) and deposited at the team's rendezvous (rendezvous.hpp): when every rank's part is there and
+// they agree, the team call runs once with all ranks' buffers; ranks that disagree all get
+// chorus::Error(mismatch) naming the value, and nothing runs. One thread per rank: a call returns once
+// the team call ran (was enqueued, on a GPU: stream-ordered, as nccl::View); one thread for all ranks:
+// make the calls inside team.group(fn) (or a cuda::Group), which settles them at its end.
+//   - Algorithm maps to a kernel through kernel_for (kernel_choice.hpp), as cuda::Team's own calls do;
+//   - barrier is a team all_reduce of one int per rank;
+//   - split(colour, key): every rank calls; the last arrival makes one new team per colour (same options,
+//     default ring order) and each member gets its view of it; colour < 0 gives a null view (size() 0,
+//     rank() -1, every call throws), as NCCL_SPLIT_NOCOLOR;
+//   - send/recv: a's i-th send to b meets b's i-th recv from a; synchronous outside a group (both
+//     return once the pair ran), so two ranks that both send to each other first time out, as with
+//     MPI_Ssend. Inside a group the pairs made there run together, so exchanges do not deadlock.
+// A view is a cheap copyable handle; the team it came from must stay in place while views are in use
+// (views of a split own their team).
+//
+// The Adapter says how a team runs (twin/twin_comm.hpp, team_comm.cuh):
+//   using Stream;  int size() const;
+//   void collective(const std::vector<RankCall>&);  void barrier(const std::vector<RankCall>&);
+//   std::shared_ptr<Adapter> split(const std::vector<int>& members) const;  (parent ranks, new-rank order)
+//   void transfer(const std::vector<PeerTransfer>&);  void wait(int rank, Stream);
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../core/algorithm.hpp"
+#include "../core/collective.hpp"
+#include "../core/communicator.hpp"
+#include "../core/data_type.hpp"
+#include "../core/error.hpp"
+#include "../core/reduce_op.hpp"
+#include "../runtime/call_check.hpp"
+#include "../runtime/validate.hpp"
+#include "kernel_choice.hpp"
+#include "rendezvous.hpp"
+
+namespace chorus::cuda {
+namespace team_comm_detail {
+// Keeps a parameter out of deduction, so a literal nullptr may stand for the buffer a rooted collective
+// ignores (broadcast's send, reduce's recv off the root) and T comes from the other.
+template <class T>
+struct same_type {
+  using type = T;
+};
+template <class T>
+using same_t = typename same_type<T>::type;
+
+// The kernel a collective runs for `algorithm`: as cuda::Team's own calls choose it.
+inline kernel::KernelAlgorithm kernel_of(Collective collective, Algorithm algorithm, std::size_t count, std::size_t element_size,
+                                         int ranks) {
+  return collective == Collective::all_reduce ? kernel_for(algorithm, count * element_size, ranks)
+                                              : kernel_for(collective, algorithm, count * element_size);
+}
+}  // namespace team_comm_detail
+
+template <class Adapter>
+class BasicRankComm {
+ public:
+  using Stream = typename Adapter::Stream;
+
+  BasicRankComm() = default;  // a null communicator
+  // Rank `rank` of the team `adapter` runs; `rendezvous`: that team's, shared by all its views.
+  BasicRankComm(std::shared_ptr<Adapter> adapter, std::shared_ptr<Rendezvous> rendezvous, int rank, Stream stream = Stream{})
+      : adapter_(std::move(adapter)), rendezvous_(std::move(rendezvous)), rank_(rank), stream_(stream) {}
+
+  // The view of a fresh team: its rendezvous runs the adapter's calls.
+  static BasicRankComm of_team(std::shared_ptr<Adapter> adapter, int rank) { return BasicRankComm(adapter, rendezvous_of(adapter), rank); }
+  static std::shared_ptr<Rendezvous> rendezvous_of(const std::shared_ptr<Adapter>& adapter) {
+    return std::make_shared<Rendezvous>(
+        adapter->size(),
+        [adapter](const std::vector<RankCall>& calls, std::vector<std::shared_ptr<void>>& results) {
+          const runtime::CallKind kind = calls.front().described.kind;
+          if (kind == runtime::CallKind::split) return split_team(adapter, calls, results);
+          if (kind == runtime::CallKind::barrier) return adapter->barrier(calls);
+          adapter->collective(calls);
+        },
+        [adapter](const std::vector<PeerTransfer>& transfers) { adapter->transfer(transfers); });
+  }
+
+  int rank() const { return rendezvous_ ? rank_ : -1; }
+  int size() const { return rendezvous_ ? rendezvous_->size() : 0; }
+  explicit operator bool() const { return rendezvous_ != nullptr; }
+  Stream stream() const { return stream_; }
+  // Rank `rank`'s view of the same team, on the same stream (what team.comm(rank) returns).
+  BasicRankComm view_of(int rank) const { return BasicRankComm(adapter_, rendezvous_, rank, stream_); }
+  // The same rank on `stream`: its calls are ordered on that stream (a GPU team's).
+  BasicRankComm on(Stream stream) const { return BasicRankComm(adapter_, rendezvous_, rank_, stream); }
+  // Waits, bounded, until this team's calls so far are done (a GPU team's kernels; the twin's are done).
+  void wait() const {
+    runtime::check_comm("wait", rendezvous_ != nullptr);
+    rendezvous_->exclusive([&] { adapter_->wait(rank_, stream_); });
+  }
+
+  template <class T>
+  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm});
+  }
+  template <class T>
+  void broadcast(const team_comm_detail::same_t<T>* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
+  }
+  template <class T>
+  void reduce(const T* send, team_comm_detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm});
+  }
+  template <class T>
+  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  }
+  template <class T>
+  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm});
+  }
+  template <class T>
+  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  }
+  template <class T>
+  void send(const T* data, std::size_t count, int peer) {
+    send(static_cast<const void*>(data), count, data_type_v<T>, peer);
+  }
+  template <class T>
+  void recv(T* data, std::size_t count, int peer) {
+    recv(static_cast<void*>(data), count, data_type_v<T>, peer);
+  }
+
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                  Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
+  }
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
+  }
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
+                      Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
+  }
+  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type, Algorithm algorithm = Algorithm::automatic) {
+    collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
+  }
+  void send(const void* data, std::size_t count, DataType type, int peer) {
+    check_peer_call("send", data, count, type, peer);
+    rendezvous_->send(rank_, peer, type, count, data, opaque(stream_));
+  }
+  void recv(void* data, std::size_t count, DataType type, int peer) {
+    check_peer_call("recv", data, count, type, peer);
+    rendezvous_->recv(rank_, peer, type, count, data, opaque(stream_));
+  }
+
+  void barrier() {
+    runtime::check_comm("barrier", rendezvous_ != nullptr);
+    RankCall part;
+    part.described.kind = runtime::CallKind::barrier;
+    part.stream = opaque(stream_);
+    rendezvous_->call(rank_, part);
+  }
+
+  // Outside a group only: the new view is what the call returns.
+  BasicRankComm split(int color, int key) {
+    runtime::check_comm("split", rendezvous_ != nullptr);
+    if (in_group()) {
+      throw make_error(ErrorCode::unsupported, "split", rank_, "split inside group() is not supported: call it from one thread per rank");
+    }
+    RankCall part;
+    part.described.kind = runtime::CallKind::split;
+    part.described.color = color;
+    part.described.key = key;
+    part.stream = opaque(stream_);
+    const std::shared_ptr<void> result = rendezvous_->call(rank_, part);
+    if (!result) return BasicRankComm();
+    const auto& member = *static_cast<const SplitResult*>(result.get());
+    return BasicRankComm(member.adapter, member.rendezvous, member.rank, stream_);
+  }
+
+ private:
+  struct SplitResult {
+    std::shared_ptr<Adapter> adapter;
+    std::shared_ptr<Rendezvous> rendezvous;
+    int rank;
+  };
+
+  static void* opaque(Stream stream) { return static_cast<void*>(stream); }
+
+  // Run by the last arrival: one team per colour, members ordered by (key, parent rank).
+  static void split_team(const std::shared_ptr<Adapter>& adapter, const std::vector<RankCall>& calls,
+                         std::vector<std::shared_ptr<void>>& results) {
+    std::map<int, std::vector<std::pair<int, int>>> colours;  // colour -> (key, parent rank)
+    for (int r = 0; r < static_cast<int>(calls.size()); ++r) {
+      const runtime::CallDescriptor& d = calls[static_cast<std::size_t>(r)].described;
+      if (d.color >= 0) colours[d.color].emplace_back(d.key, r);
+    }
+    for (auto& colour : colours) {
+      std::sort(colour.second.begin(), colour.second.end());
+      std::vector<int> members;
+      for (const auto& entry : colour.second) members.push_back(entry.second);
+      std::shared_ptr<Adapter> child = adapter->split(members);
+      std::shared_ptr<Rendezvous> rendezvous = rendezvous_of(child);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        results[static_cast<std::size_t>(members[i])] = std::make_shared<SplitResult>(SplitResult{child, rendezvous, static_cast<int>(i)});
+      }
+    }
+  }
+
+  void collective(const runtime::CollectiveArgs& args) {
+    const char* name = traits(args.collective).name;
+    runtime::check_comm(name, rendezvous_ != nullptr);
+    const runtime::CheckedCall checked = runtime::check_collective(args, rank_, size());
+    RankCall part;
+    part.described = checked.descriptor;
+    part.algorithm = args.algorithm;
+    try {
+      part.kernel = team_comm_detail::kernel_of(args.collective, args.algorithm, args.count, checked.element_size, size());
+    } catch (const Error& e) {
+      throw make_error(e.code(), name, rank_, e.what());
+    }
+    part.send = checked.uses_send ? args.send : nullptr;
+    part.recv = checked.uses_recv ? args.recv : nullptr;
+    part.stream = opaque(stream_);
+    rendezvous_->call(rank_, part);
+  }
+
+  void check_peer_call(const char* name, const void* data, std::size_t count, DataType type, int peer) const {
+    runtime::check_comm(name, rendezvous_ != nullptr);
+    runtime::check_type(name, rank_, type);
+    runtime::check_peer(name, rank_, peer, size());
+    runtime::check_buffer(name, rank_, data, count, "data");
+    runtime::checked_bytes(name, rank_, count, 1, size_of(type));
+  }
+
+  std::shared_ptr<Adapter> adapter_;
+  std::shared_ptr<Rendezvous> rendezvous_;
+  int rank_ = -1;
+  Stream stream_{};
+};
+
+}  // namespace chorus::cuda
