@@ -24,6 +24,7 @@
 #include "../../core/error.hpp"
 #include "../collective_check.hpp"
 #include "../kernel/collective.hpp"
+#include "block_threads.hpp"
 #include "host_block.hpp"
 
 namespace chorus::cuda::twin {
@@ -153,32 +154,14 @@ class Team {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::vector<kernel::RankView> views;
     for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
-    std::vector<std::unique_ptr<LaneGroup>> groups;
-    std::vector<std::thread> threads;
-    std::mutex failure_mutex;
-    std::exception_ptr failure;
+    BlockThreads launch;  // every rank's blocks at once, as one cooperative launch of virtual ranks
     for (int r = 0; r < ranks_; ++r) {
       if (!takes_part.empty() && !takes_part[static_cast<std::size_t>(r)]) continue;
       const auto i = static_cast<std::size_t>(r);
-      const kernel::CollectiveCall<T> call{collective, inputs[i], outputs[i], count, op, root};
-      for (int b = 0; b < options_.blocks; ++b) {
-        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
-        LaneGroup& group = *groups.back();
-        for (int lane = 0; lane < options_.lanes; ++lane) {
-          threads.emplace_back([&, r, b, lane, call] {
-            try {
-              kernel::collective(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)], call,
-                                 algorithm);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(failure_mutex);
-              if (!failure) failure = std::current_exception();
-            }
-          });
-        }
-      }
+      launch.start(views[i], kernel::CollectiveCall<T>{collective, inputs[i], outputs[i], count, op, root}, algorithm,
+                   options_.lanes, deadline);
     }
-    for (std::thread& thread : threads) thread.join();
-    if (failure) std::rethrow_exception(failure);
+    launch.join();
     for (int r = 0; r < ranks_; ++r) {
       kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
       if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
