@@ -20,6 +20,7 @@
 #include "all_reduce_kernel.cuh"
 #include "collective_check.hpp"
 #include "collective_kernel.cuh"
+#include "launch.cuh"
 #include "runtime_check.hpp"
 
 #include <algorithm>
@@ -166,10 +167,8 @@ class Team {
       int blocks = blocks_;
       kernel::KernelAlgorithm which = algorithm;
       void* args[] = {&views, &buffers, &first_rank, &blocks, &count, &op, &which};
-      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
-      check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, dim3(static_cast<unsigned>(options_.threads)),
-                                             args, 0, stream_of(first)),
-                 call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
+      launch_rank_blocks(reinterpret_cast<const void*>(kernel), args, ranks_per_launch(), blocks_, options_.threads,
+                         stream_of(first), call, first_rank);
     }
     break_unless_done.done = true;
     launched_ = algorithm;
@@ -254,10 +253,8 @@ class Team {
       int blocks = blocks_;
       CollectiveArgs args{collective, count, op, root, algorithm};
       void* kernel_args[] = {&views, &buffers, &first_rank, &blocks, &args};
-      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
-      check_cuda(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid, dim3(static_cast<unsigned>(options_.threads)),
-                                             kernel_args, 0, stream),
-                 call, static_cast<int>(first), "cudaLaunchCooperativeKernel");
+      launch_rank_blocks(reinterpret_cast<const void*>(kernel), kernel_args, ranks_per_launch(), blocks_, options_.threads, stream,
+                         call, first_rank);
     }
     break_unless_done.done = true;
     launched_ = algorithm;
@@ -374,26 +371,7 @@ class Team {
     // Blocks per rank: what the caller asked, cut so every block of a launch is resident at once.
     blocks_ = options_.blocks;
     for (int r = 0; r < n; r += ranks_per_launch()) {
-      const int device = devices_[static_cast<std::size_t>(r)];
-      check_cuda(cudaSetDevice(device), call, r, "cudaSetDevice");
-      int sms = 0, per_sm = 0;
-      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call, r, "cudaDeviceGetAttribute");
-      // Every element type's kernel, since register use (and so occupancy) may differ between them.
-      for (const void* kernel :
-           {reinterpret_cast<const void*>(&all_reduce_kernel<std::int8_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint8_t>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<std::int32_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint32_t>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<std::int64_t>), reinterpret_cast<const void*>(&all_reduce_kernel<std::uint64_t>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<half>), reinterpret_cast<const void*>(&all_reduce_kernel<bfloat16>),
-            reinterpret_cast<const void*>(&all_reduce_kernel<float>), reinterpret_cast<const void*>(&all_reduce_kernel<double>),
-            reinterpret_cast<const void*>(&collective_kernel<std::int8_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint8_t>),
-            reinterpret_cast<const void*>(&collective_kernel<std::int32_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint32_t>),
-            reinterpret_cast<const void*>(&collective_kernel<std::int64_t>), reinterpret_cast<const void*>(&collective_kernel<std::uint64_t>),
-            reinterpret_cast<const void*>(&collective_kernel<half>), reinterpret_cast<const void*>(&collective_kernel<bfloat16>),
-            reinterpret_cast<const void*>(&collective_kernel<float>), reinterpret_cast<const void*>(&collective_kernel<double>)}) {
-        check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, r,
-                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-        blocks_ = std::min(blocks_, per_sm * sms / ranks_per_launch());
-      }
+      blocks_ = std::min(blocks_, max_resident_blocks(devices_[static_cast<std::size_t>(r)], options_.threads, ranks_per_launch(), call, r));
     }
     if (blocks_ < 1) {
       throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(), " ranks x ", options_.threads,
