@@ -57,7 +57,7 @@ inline IpcRecord make_ipc_record(IpcStage stage, int rank, int nranks, const cha
   record.rank = rank;
   record.nranks = nranks;
   record.blocks = blocks;
-  std::strncpy(record.bus_id, bus_id, sizeof(record.bus_id) - 1);
+  for (std::size_t i = 0; i + 1 < sizeof(record.bus_id) && bus_id[i] != '\0'; ++i) record.bus_id[i] = bus_id[i];
   return record;
 }
 
