@@ -231,7 +231,7 @@ TEST_CASE("IPC records: validate_records names the call, the rank and the bad va
   CHECK(message(bad).find("on rank 1: is at bootstrap stage 1, rank 0 at 2") != std::string::npos);
   bad = records(3);
   bad[2].failed = 1;
-  CHECK(message(bad).find("on rank 2: could not prepare its memory") != std::string::npos);
+  CHECK(message(bad).find("on rank 2: failed before this exchange") != std::string::npos);
   CHECK(message(records(9)).find("ranks must be 1..8, got 9") != std::string::npos);
   CHECK(message({}).find("ranks must be 1..8, got 0") != std::string::npos);
   // A bus id that fills its field without a terminator is still compared, not read past.
@@ -301,7 +301,7 @@ TEST_CASE("IPC twin: a record one rank got wrong refuses the bootstrap on every 
     for (int r : {0, 2}) {
       INFO(outcomes[static_cast<std::size_t>(r)].message);
       REQUIRE(outcomes[static_cast<std::size_t>(r)].code == ErrorCode::peer_failed);
-      REQUIRE(outcomes[static_cast<std::size_t>(r)].message.find("on rank 1: could not prepare its memory") != std::string::npos);
+      REQUIRE(outcomes[static_cast<std::size_t>(r)].message.find("on rank 1: failed before this exchange") != std::string::npos);
     }
     REQUIRE(registry.open_count() == 0);
   }

@@ -104,7 +104,7 @@ inline void validate_records(const std::vector<IpcRecord>& records, const char* 
       throw make_error(ErrorCode::mismatch, call, r, "nranks ", record.nranks, ", but ", n, " ranks exchanged records");
     }
     if (record.failed != 0) {
-      throw make_error(ErrorCode::peer_failed, call, r, "could not prepare its memory (its own error says why)");
+      throw make_error(ErrorCode::peer_failed, call, r, "failed before this exchange (its own error says why)");
     }
     if (record.blocks < 1 || record.blocks > kernel::kMaxBlocks) {
       throw make_error(ErrorCode::invalid_argument, call, r, "blocks ", record.blocks, " not in 1..", kernel::kMaxBlocks);
