@@ -9,4 +9,6 @@
 #include "cuda/collective_kernel.cuh"
 #include "cuda/device_block.cuh"
 #include "cuda/runtime_check.hpp"
+#include "cuda/ipc_comm.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/team.cuh"

@@ -23,15 +23,11 @@ struct TeamCallShape {
   int root;
 };
 
-// `inputs` and `outputs` as void pointers: one per rank.
-inline void check_team_call(const TeamCallShape& shape, const std::vector<const void*>& inputs,
-                            const std::vector<void*>& outputs) {
+// What does not depend on the buffers: a kernel for the collective, a root that is a rank, a byte size
+// that fits.
+inline void check_call_shape(const TeamCallShape& shape) {
   const auto n = static_cast<std::size_t>(shape.ranks);
   const CollectiveTraits& facts = traits(shape.collective);
-  if (inputs.size() != n || outputs.size() != n) {
-    throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", shape.call, ": one input and one output per rank (", n,
-                                                             "), got ", inputs.size(), " and ", outputs.size()));
-  }
   if (!kernel::supports(shape.collective, shape.algorithm)) {
     throw Error(ErrorCode::unsupported, detail::concat("chorus::", shape.call, ": no ", kernel::to_string(shape.algorithm),
                                                         " kernel for ", facts.name));
@@ -44,16 +40,38 @@ inline void check_team_call(const TeamCallShape& shape, const std::vector<const 
     throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", shape.call, ": count ", shape.count, " x ", blocks,
                                                              " blocks overflows the byte size"));
   }
+}
+
+// Rank `rank`'s buffers: null only where the collective does not touch them (or count is 0).
+inline void check_rank_buffers(const TeamCallShape& shape, int rank, const void* input, const void* output) {
   if (shape.count == 0) return;
-  for (std::size_t r = 0; r < n; ++r) {
-    const bool root = static_cast<int>(r) == shape.root;
-    const bool needs_input = !facts.send_on_root_only || root;
-    const bool needs_output = !facts.recv_on_root_only || root;
-    if ((needs_input && inputs[r] == nullptr) || (needs_output && outputs[r] == nullptr)) {
-      throw make_error(ErrorCode::invalid_argument, shape.call, static_cast<int>(r), "null buffer with count ", shape.count, " (the ",
-                       needs_input && inputs[r] == nullptr ? "input" : "output", ")");
-    }
+  const CollectiveTraits& facts = traits(shape.collective);
+  const bool root = rank == shape.root;
+  const bool needs_input = !facts.send_on_root_only || root;
+  const bool needs_output = !facts.recv_on_root_only || root;
+  if ((needs_input && input == nullptr) || (needs_output && output == nullptr)) {
+    throw make_error(ErrorCode::invalid_argument, shape.call, rank, "null buffer with count ", shape.count, " (the ",
+                     needs_input && input == nullptr ? "input" : "output", ")");
   }
+}
+
+// `inputs` and `outputs` as void pointers: one per rank.
+inline void check_team_call(const TeamCallShape& shape, const std::vector<const void*>& inputs,
+                            const std::vector<void*>& outputs) {
+  const auto n = static_cast<std::size_t>(shape.ranks);
+  if (inputs.size() != n || outputs.size() != n) {
+    throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", shape.call, ": one input and one output per rank (", n,
+                                                             "), got ", inputs.size(), " and ", outputs.size()));
+  }
+  check_call_shape(shape);
+  for (std::size_t r = 0; r < n; ++r) check_rank_buffers(shape, static_cast<int>(r), inputs[r], outputs[r]);
+}
+
+// One rank's own call (a communicator of one rank per process): the shape, and this rank's buffers only;
+// whether the other ranks made the same call is not known here (see docs/cuda.md).
+inline void check_rank_call(const TeamCallShape& shape, int rank, const void* input, const void* output) {
+  check_call_shape(shape);
+  check_rank_buffers(shape, rank, input, output);
 }
 
 }  // namespace chorus::cuda

@@ -21,6 +21,7 @@
 #include "collective_check.hpp"
 #include "collective_kernel.cuh"
 #include "kernel_choice.hpp"
+#include "launch.cuh"
 #include "runtime_check.hpp"
 #include "transfer_kernel.cuh"
 #include "transfer_plan.hpp"
@@ -289,9 +290,7 @@ class Team {
       int first_rank = static_cast<int>(first);
       int blocks = blocks_;
       void* kernel_args[] = {&views, &shared, &first_rank, &blocks, &rest...};
-      const dim3 grid(static_cast<unsigned>(blocks_ * ranks_per_launch()));
-      check_cuda(cudaLaunchCooperativeKernel(kernel, grid, dim3(static_cast<unsigned>(options_.threads)), kernel_args, 0, stream), call,
-                 static_cast<int>(first), "cudaLaunchCooperativeKernel");
+      launch_rank_blocks(kernel, kernel_args, ranks_per_launch(), blocks_, options_.threads, stream, call, first_rank);
     }
     break_unless_done.done = true;
   }
@@ -336,16 +335,13 @@ class Team {
     // type's own occupancy is then checked at its first launch (check_co_resident). So a program compiles
     // the kernel only for the element types it uses, not all ten.
     blocks_ = options_.blocks;
-    sms_.assign(static_cast<std::size_t>(n), 0);
+    co_resident_kernels_.assign(static_cast<std::size_t>(n), {});
     for (int r = 0; r < n; r += ranks_per_launch()) {
-      const int device = devices_[static_cast<std::size_t>(r)];
-      int& sms = sms_[static_cast<std::size_t>(r)];
-      check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call, r, "cudaDeviceGetAttribute");
-      blocks_ = std::min(blocks_, sms / ranks_per_launch());
+      blocks_ = std::min(blocks_, max_resident_blocks(devices_[static_cast<std::size_t>(r)], ranks_per_launch(), call, r));
     }
     if (blocks_ < 1) {
-      throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(), " ranks in one launch need an SM each, the device has ",
-                       sms_[0], "; use fewer virtual ranks");
+      throw make_error(ErrorCode::unsupported, call, 0, ranks_per_launch(),
+                       " ranks in one launch need an SM each, more than the device has; use fewer virtual ranks");
     }
     layout_ = kernel::with_p2p_region(
         kernel::make_layout(options_.staging_bytes, options_.ll_bytes, options_.fifo_slot_bytes, options_.fifo_depth, blocks_), n, blocks_);
@@ -412,19 +408,11 @@ class Team {
   // really fits blocks_ x ranks per launch at once (certain under the launch bounds; checked, since a
   // cooperative launch that does not fit fails, and this says why).
   void check_co_resident(const void* kernel, DataType type, const char* call) {
-    if (std::find(co_resident_kernels_.begin(), co_resident_kernels_.end(), kernel) != co_resident_kernels_.end()) return;
     for (std::size_t first = 0; first < devices_.size(); first += static_cast<std::size_t>(ranks_per_launch())) {
-      check_cuda(cudaSetDevice(devices_[first]), call, static_cast<int>(first), "cudaSetDevice");
-      int per_sm = 0;
-      check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, options_.threads, 0), call, static_cast<int>(first),
-                 "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      if (per_sm * sms_[first] < blocks_ * ranks_per_launch()) {
-        throw make_error(ErrorCode::unsupported, call, static_cast<int>(first), "the ", to_string(type), " kernel fits ", per_sm,
-                         " blocks of ", options_.threads, " threads per SM on device ", devices_[first], " (", sms_[first],
-                         " SMs), fewer than the launch's ", blocks_ * ranks_per_launch(), "; use fewer threads, blocks or ranks");
-      }
+      std::vector<const void*>& checked = co_resident_kernels_[first];
+      ensure_kernel_fits(checked, kernel, type, devices_[first], options_.threads, ranks_per_launch(), blocks_, call,
+                         static_cast<int>(first));
     }
-    co_resident_kernels_.push_back(kernel);
   }
 
   void enable_peer_access(const char* call, int rank) {
@@ -472,7 +460,6 @@ class Team {
     std::swap(states_, other.states_);
     std::swap(views_, other.views_);
     std::swap(launch_streams_, other.launch_streams_);
-    std::swap(sms_, other.sms_);
     std::swap(co_resident_kernels_, other.co_resident_kernels_);
     std::swap(timeouts_, other.timeouts_);
     std::swap(broken_, other.broken_);
@@ -491,8 +478,7 @@ class Team {
   std::vector<kernel::RankState*> states_;
   std::vector<kernel::RankView*> views_;
   std::vector<cudaStream_t> launch_streams_;  // per launch (first rank of it): where the last call went
-  std::vector<int> sms_;                       // per launch (first rank of it): the device's SM count
-  std::vector<const void*> co_resident_kernels_;  // kernels (entry point and type) checked to fit
+  std::vector<std::vector<const void*>> co_resident_kernels_;  // per launch: kernels (entry point and type) checked to fit
   kernel::TimeoutRecord* timeouts_ = nullptr;
   bool broken_ = false;
   kernel::KernelAlgorithm launched_ = kernel::KernelAlgorithm::ring;

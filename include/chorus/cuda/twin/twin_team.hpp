@@ -28,6 +28,8 @@
 #include "../kernel/collective.hpp"
 #include "../kernel/p2p.hpp"
 #include "../transfer_plan.hpp"
+#include "../timeout_error.hpp"
+#include "block_threads.hpp"
 #include "host_block.hpp"
 
 namespace chorus::cuda {
@@ -198,52 +200,15 @@ class Team {
   template <class T>
   void run(const char* name, Collective collective, const std::vector<const T*>& inputs, const std::vector<T*>& outputs,
            std::size_t count, ReduceOp op, int root, kernel::KernelAlgorithm algorithm, const std::vector<bool>& takes_part) {
-    if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", name, ": an earlier call timed out; make a new Team"));
-    if (takes_part.size() != 0 && takes_part.size() != static_cast<std::size_t>(ranks_)) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", name, ": takes_part must be empty or one per rank, got ",
-                                                               takes_part.size()));
-    }
+    check_call(name, takes_part);
     check_team_call(TeamCallShape{name, collective, algorithm, ranks_, count, sizeof(T), root},
                     std::vector<const void*>(inputs.begin(), inputs.end()), std::vector<void*>(outputs.begin(), outputs.end()));
-    const auto timeout = std::chrono::milliseconds(env::timeout_ms());
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::vector<kernel::RankView> views;
-    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
-    std::vector<std::unique_ptr<LaneGroup>> groups;
-    std::vector<std::thread> threads;
-    std::mutex failure_mutex;
-    std::exception_ptr failure;
-    for (int r = 0; r < ranks_; ++r) {
-      if (!takes_part.empty() && !takes_part[static_cast<std::size_t>(r)]) continue;
-      const auto i = static_cast<std::size_t>(r);
-      const kernel::CollectiveCall<T> call{collective, inputs[i], outputs[i], count, op, root};
-      for (int b = 0; b < options_.blocks; ++b) {
-        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
-        LaneGroup& group = *groups.back();
-        for (int lane = 0; lane < options_.lanes; ++lane) {
-          threads.emplace_back([&, r, b, lane, call] {
-            try {
-              kernel::collective(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)], call,
-                                 algorithm);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(failure_mutex);
-              if (!failure) failure = std::current_exception();
-            }
-          });
-        }
-      }
-    }
-    for (std::thread& thread : threads) thread.join();
-    if (failure) std::rethrow_exception(failure);
-    for (int r = 0; r < ranks_; ++r) {
-      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
-      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
-      const kernel::TimeoutRecord seen = record;
-      broken_ = true;
-      throw make_error(ErrorCode::timeout, name, seen.rank, kernel::to_string(algorithm), " block ", seen.block, " waited ",
-                       timeout.count(), " ms for rank ", seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)),
-                       ", step ", seen.step, "): expected ", seen.expected, ", saw ", seen.seen);
-    }
+    run_blocks(name, kernel::to_string(algorithm),
+               [&](int rank) { return takes_part.empty() || takes_part[static_cast<std::size_t>(rank)]; },
+               [&](const HostBlock& block, const kernel::RankView& view) {
+                 const auto i = static_cast<std::size_t>(view.rank);
+                 kernel::collective(block, view, kernel::CollectiveCall<T>{collective, inputs[i], outputs[i], count, op, root}, algorithm);
+               });
   }
 
   void check_call(const char* name, const std::vector<bool>& takes_part) const {
@@ -254,45 +219,23 @@ class Team {
     }
   }
 
-  // Runs body(block, view) on every lane of every block of each rank for which runs(rank) holds, then
-  // raises the first rank's timeout record as chorus::Error(timeout), `label` naming the kernel.
+  // Runs body(block, view) on every lane of every block of each rank for which runs(rank) holds, all at
+  // once as one cooperative launch of virtual ranks, then raises the first rank's timeout record as
+  // chorus::Error(timeout), `label` naming the kernel.
   template <class Runs, class Body>
   void run_blocks(const char* name, const char* label, const Runs& runs, const Body& body) {
     const auto timeout = std::chrono::milliseconds(env::timeout_ms());
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::vector<kernel::RankView> views;
-    for (int r = 0; r < ranks_; ++r) views.push_back(view_of(r, timeout));
-    std::vector<std::unique_ptr<LaneGroup>> groups;
-    std::vector<std::thread> threads;
-    std::mutex failure_mutex;
-    std::exception_ptr failure;
+    BlockThreads launch;
     for (int r = 0; r < ranks_; ++r) {
-      if (!runs(r)) continue;
-      for (int b = 0; b < options_.blocks; ++b) {
-        groups.push_back(std::make_unique<LaneGroup>(options_.lanes));
-        LaneGroup& group = *groups.back();
-        for (int lane = 0; lane < options_.lanes; ++lane) {
-          threads.emplace_back([&, r, b, lane] {
-            try {
-              body(HostBlock(lane, options_.lanes, b, group, deadline), views[static_cast<std::size_t>(r)]);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(failure_mutex);
-              if (!failure) failure = std::current_exception();
-            }
-          });
-        }
-      }
+      if (runs(r)) launch.start_body(view_of(r, timeout), options_.lanes, deadline, body);
     }
-    for (std::thread& thread : threads) thread.join();
-    if (failure) std::rethrow_exception(failure);
+    launch.join();
     for (int r = 0; r < ranks_; ++r) {
-      kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
-      if (__atomic_load_n(&record.timed_out, __ATOMIC_ACQUIRE) == 0) continue;
-      const kernel::TimeoutRecord seen = record;
+      const kernel::TimeoutRecord& record = memory_[static_cast<std::size_t>(r)]->timeout;
+      if (!timed_out(record)) continue;
       broken_ = true;
-      throw make_error(ErrorCode::timeout, name, seen.rank, label, " block ", seen.block, " waited ", timeout.count(), " ms for rank ",
-                       seen.peer, " (", kernel::to_string(static_cast<kernel::WaitKind>(seen.wait)), ", step ", seen.step,
-                       "): expected ", seen.expected, ", saw ", seen.seen);
+      throw timeout_error(record, name, label, timeout.count());
     }
   }
 

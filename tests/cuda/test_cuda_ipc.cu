@@ -1,0 +1,116 @@
+// cuda::IpcComm on a real GPU, within what one process can check: CUDA IPC handles cannot be opened by the
+// process that made them, so ranks on host threads of one process can only be one rank, or be refused. With
+// one rank (host::Team(1)): every collective through the view, typed and type-erased, must give the exact
+// single-rank result; two host-thread ranks on one GPU must both get the "one GPU per rank" Error (the
+// record exchange, no IPC open). Several processes need MPI: examples/13_cuda_ipc.cu under mpirun.
+// Exits 77 (skipped) when no GPU is visible. NOT YET RUN ON A GPU: it compiles here, where there is none.
+#include <chorus/cuda.hpp>
+#include <chorus/host.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using chorus::Algorithm;
+using chorus::ReduceOp;
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    ++failures;
+    std::printf("FAILED: %s\n", what.c_str());
+  }
+}
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::printf("CUDA error in %s: %s\n", what, cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+
+// One rank: all_reduce and the others copy the input; each kernel, typed and type-erased.
+void one_rank() {
+  chorus::host::Team team(1);
+  team.run([&](chorus::host::Comm& host) {
+    auto comm = chorus::cuda::IpcComm::create(host, 0);
+    std::printf("one rank: %d blocks\n", comm.blocks());
+    const std::size_t count = 4099;
+    std::vector<float> input(count);
+    for (std::size_t i = 0; i < count; ++i) input[i] = static_cast<float>(i % 97) - 48.0f;
+    float* send = nullptr;
+    float* recv = nullptr;
+    check(cudaMalloc(reinterpret_cast<void**>(&send), count * sizeof(float)), "cudaMalloc");
+    check(cudaMalloc(reinterpret_cast<void**>(&recv), count * sizeof(float)), "cudaMalloc");
+    check(cudaMemcpy(send, input.data(), count * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    cudaStream_t stream;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    auto view = comm.on(stream);
+    const auto expect_copy = [&](const std::string& what) {
+      comm.wait();
+      std::vector<float> got(count);
+      check(cudaMemcpy(got.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      expect(got == input, what);
+      check(cudaMemset(recv, 0, count * sizeof(float)), "cudaMemset");
+    };
+    for (Algorithm algorithm : {Algorithm::one_shot, Algorithm::two_shot, Algorithm::ring, Algorithm::automatic}) {
+      view.all_reduce(send, recv, count, ReduceOp::sum, algorithm);
+      expect_copy(std::string("all_reduce ") + chorus::to_string(algorithm));
+    }
+    view.all_reduce(static_cast<const void*>(send), static_cast<void*>(recv), count, chorus::DataType::float32, ReduceOp::max);
+    expect_copy("type-erased all_reduce");
+    view.broadcast(send, recv, count, 0);
+    expect_copy("broadcast");
+    view.reduce(send, recv, count, ReduceOp::sum, 0);
+    expect_copy("reduce");
+    view.all_gather(send, recv, count, Algorithm::ring);
+    expect_copy("all_gather ring");
+    view.reduce_scatter(send, recv, count, ReduceOp::sum, Algorithm::one_shot);
+    expect_copy("reduce_scatter one_shot");
+    view.all_to_all(static_cast<const void*>(send), static_cast<void*>(recv), count, chorus::DataType::float32);
+    expect_copy("type-erased all_to_all");
+    bool refused = false;
+    try {
+      view.all_reduce<float>(nullptr, recv, count, ReduceOp::sum);
+    } catch (const chorus::Error& e) {
+      refused = std::string(e.what()).find("null buffer") != std::string::npos;
+    }
+    expect(refused, "a null buffer is refused before launching");
+    check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+    check(cudaFree(send), "cudaFree");
+    check(cudaFree(recv), "cudaFree");
+  });
+}
+
+// Two ranks of one process on one GPU: refused on both, by the record exchange, before any IPC open.
+void same_gpu_refused() {
+  chorus::host::Team team(2);
+  std::vector<std::string> errors(2);
+  team.run([&](chorus::host::Comm& host) {
+    try {
+      chorus::cuda::IpcComm::create(host, 0);
+    } catch (const chorus::Error& e) {
+      errors[static_cast<std::size_t>(host.rank())] = e.what();
+    }
+  });
+  for (const std::string& error : errors) {
+    expect(error.find("is also rank 0's") != std::string::npos, "two ranks on one GPU refused: got '" + error + "'");
+  }
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no GPU visible: skipped\n");
+    return 77;
+  }
+  one_rank();
+  same_gpu_refused();
+  std::printf("%s (%d failures)\n", failures == 0 ? "passed" : "FAILED", failures);
+  return failures == 0 ? 0 : 1;
+}
