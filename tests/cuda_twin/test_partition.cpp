@@ -100,6 +100,22 @@ TEST_CASE("counters compare correctly across the 32-bit wrap") {
   CHECK(reached(0x7ffffffeu, 0xffffffffu));
 }
 
+TEST_CASE("FIFO slots follow each other across the 32-bit wrap only for power-of-two depths") {
+  for (int depth : {2, 4, 8, 16}) {
+    INFO("depth " << depth);
+    CHECK(valid_fifo_depth(depth));
+    CHECK(fifo_slot(0xffffffffu, depth) == depth - 1);  // the last step before the wrap
+    CHECK(fifo_slot(0u, depth) == 0);                   // the next one: the following slot
+  }
+  // Depth 3: steps 2^32 - 1 and 2^32 (= 0) would both use slot 0, the second overwriting the first.
+  CHECK(fifo_slot(0xffffffffu, 3) == 0);
+  CHECK(fifo_slot(0u, 3) == 0);
+  for (int depth : {0, 1, 3, 5, 6, 12, -4}) {
+    INFO("depth " << depth);
+    CHECK_FALSE(valid_fifo_depth(depth));
+  }
+}
+
 TEST_CASE("LL flags are never 0 and alternate in parity, also across the wrap") {
   std::uint32_t flag = 0xfffffff0u;
   for (int i = 0; i < 40; ++i) {

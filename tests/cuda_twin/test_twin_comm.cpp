@@ -10,6 +10,7 @@
 #include "support/generic_checks.hpp"
 #include "support/sanitizers.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -225,6 +226,50 @@ TEST_CASE("a rank that never calls: the others time out, bounded, naming it") {
     CHECK(contains(o.what, "rank(s) 1 never made call 0"));
   }
   CHECK_FALSE(outcomes[1].threw);
+}
+
+TEST_CASE("a rank whose part fails its own checks releases the others at once, and the ranks stay in step") {
+  const ScopedTimeout timeout("60000");  // the others must not wait for this bound
+  Team team(3, small());
+  const auto start = std::chrono::steady_clock::now();
+  const auto outcomes = on_every_rank(team, [](RankComm& comm) {
+    std::vector<std::string> seen;
+    std::vector<int> x(4, comm.rank() + 1);
+    try {
+      comm.all_reduce(x.data(), comm.rank() == 1 ? nullptr : x.data(), 4, ReduceOp::sum);  // rank 1: null recv
+      seen.push_back("the first call returned");
+    } catch (const Error& e) {
+      const bool expected = comm.rank() == 1 ? e.code() == ErrorCode::invalid_argument
+                                             : e.code() == ErrorCode::peer_failed && contains(e.what(), "rank 1's part of call 0");
+      if (!expected) seen.push_back(std::string("unexpected: ") + e.what());
+    }
+    std::vector<int> y(4, comm.rank() + 1);
+    comm.all_reduce(y.data(), y.data(), 4, ReduceOp::sum);  // the next call is the same call on every rank
+    if (y != std::vector<int>(4, 6)) seen.push_back("the second call summed the wrong parts");
+    return seen;
+  });
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  for (std::size_t r = 0; r < outcomes.size(); ++r) {
+    INFO("rank " << r << ": " << outcomes[r].what);
+    CHECK_FALSE(outcomes[r].threw);
+    for (const std::string& failure : outcomes[r].failures) CHECK(failure == "");
+  }
+}
+
+TEST_CASE("a moved team's views run on the team it moved to") {
+  Team first(3, small());
+  first.comm(0);  // makes the per-rank state, which points at `first`
+  Team team = std::move(first);
+  const auto outcomes = on_every_rank(team, [](RankComm& comm) {
+    std::vector<int> x(5, comm.rank() + 1);
+    comm.all_reduce(x.data(), x.data(), x.size(), ReduceOp::sum);
+    return x == std::vector<int>(5, 6) ? std::vector<std::string>{} : std::vector<std::string>{"wrong sum"};
+  });
+  for (const Outcome& outcome : outcomes) {
+    INFO(outcome.what);
+    CHECK_FALSE(outcome.threw);
+    CHECK(outcome.failures.empty());
+  }
 }
 
 TEST_CASE("bad arguments fail the calling rank at once, before the rendezvous") {

@@ -27,7 +27,8 @@ using chorus::cuda::twin::Team;
 
 namespace {
 
-// Small FIFO slots and 2 or 3 slots per block, so a few thousand elements take many slot reuses.
+// Small FIFO slots and 2 or 4 slots per block (a power of two: the slot index must run on across the
+// counters' 32-bit wrap), so a few thousand elements take many slot reuses.
 Options small_fifo(int blocks, std::uint32_t delay_seed = 0) {
   Options options;
   options.blocks = blocks;
@@ -35,7 +36,7 @@ Options small_fifo(int blocks, std::uint32_t delay_seed = 0) {
   options.staging_bytes = 8192;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 48;
-  options.fifo_depth = 2 + blocks % 2;
+  options.fifo_depth = 2 + 2 * (blocks % 2);
   options.delay_seed = delay_seed;
   return options;
 }
@@ -217,7 +218,8 @@ TEST_CASE("seeded delays do not change what arrives") {
 }
 
 TEST_CASE("a rank that skips a transfer call: its peer's wait is bounded and names who waited for whom") {
-  // 400 floats = 34 slots of 48 bytes for one block: more than the FIFO holds, so the sender must wait.
+  // 400 floats = 34 slots of 48 bytes for one block: more than its 4 slots hold, so the sender must wait
+  // for slot 4 (step 4) to be freed.
   with_timeout_ms("300", [] {
     {
       Buffers<float> buffers({{0, 1}}, {400});
@@ -227,7 +229,7 @@ TEST_CASE("a rank that skips a transfer call: its peer's wait is bounded and nam
       INFO(what);
       CHECK(code == ErrorCode::timeout);
       CHECK(what.find("cuda::twin::Team::transfer on rank 0: p2p block 0 waited 300 ms for rank 1 (p2p FIFO: free slot at the "
-                      "receiver, step 3): expected 1, saw 0") != std::string::npos);
+                      "receiver, step 4): expected 1, saw 0") != std::string::npos);
       // The team is broken afterwards.
       const std::string next = error_of([&] { team.transfer(buffers.transfers); }, code);
       CHECK(code == ErrorCode::peer_failed);

@@ -86,7 +86,7 @@ TEST_CASE("counters that wrap around 2^32 mid-call keep every protocol correct")
 }
 
 TEST_CASE("a FIFO of 16-byte slots is reused for every step and stays correct") {
-  for (int depth : {2, 3, 5}) {
+  for (int depth : {2, 4, 8}) {
     Team team(5, options_with(2, 16, depth));
     std::vector<std::vector<std::int64_t>> inputs;
     for (int r = 0; r < 5; ++r) inputs.push_back(harness::inputs<std::int64_t>(ReduceOp::sum, r, 1500));
@@ -239,7 +239,8 @@ TEST_CASE("bad arguments are refused with the call, the rank and the value") {
   refused([] { Team(9); }, "ranks must be 1..8, got 9");
   refused([] { Options o; o.blocks = 33; Team(2, o); }, "blocks must be 1..32, got 33");
   refused([] { Options o; o.lanes = 0; Team(2, o); }, "lanes must be 1..64, got 0");
-  refused([] { Options o; o.fifo_depth = 1; Team(2, o); }, "at least 2 slots of 16 bytes, got 1 of");
+  refused([] { Options o; o.fifo_depth = 1; Team(2, o); }, "a power-of-two number of slots, at least 2, of 16 bytes or more, got 1 of");
+  refused([] { Options o; o.fifo_depth = 3; Team(2, o); }, "a power-of-two number of slots, at least 2, of 16 bytes or more, got 3 of");
   refused([] { Options o; o.staging_bytes = 256; Team(8, o); }, "staging_bytes 256 is too small for 8 ranks");
   refused([] { Options o; o.ll_bytes = 64; Team(8, o); }, "ll_bytes 64 is too small");
   refused([] { Options o; o.ring_order = {0, 0, 1}; Team(3, o); }, "ring_order must be a permutation of 0..2");

@@ -190,8 +190,8 @@ class IpcComm {
       throw make_error(ErrorCode::invalid_argument, call, rank, "threads must be 32..1024 and blocks 1..", kernel::kMaxBlocks,
                        ", got ", options.threads, " and ", options.blocks);
     }
-    if (options.fifo_depth < 2 || options.fifo_slot_bytes < kernel::kPackBytes) {
-      throw make_error(ErrorCode::invalid_argument, call, rank, "the FIFO needs at least 2 slots of 16 bytes, got ",
+    if (!kernel::valid_fifo_depth(options.fifo_depth) || options.fifo_slot_bytes < kernel::kPackBytes) {
+      throw make_error(ErrorCode::invalid_argument, call, rank, "the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                        options.fifo_depth, " of ", options.fifo_slot_bytes);
     }
   }

@@ -86,6 +86,7 @@ struct Job {
   State state = State::collecting;
   std::vector<RankCall> calls;  // team calls: by rank
   std::vector<bool> present;
+  std::vector<std::string> abandoned;  // team calls: by rank, why its part failed its own checks (empty: it did not)
   bool has_send = false, has_recv = false;  // pairs: which sides arrived
   PeerTransfer transfer;
   DataType recv_type = DataType::uint8;
@@ -128,6 +129,26 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
     }
     changed_.notify_all();
     return finish(job, rank);
+  }
+
+  // `rank`'s next team call failed its own checks (the caller throws that error itself): its part is
+  // marked, so the other ranks' parts of that call fail at once with peer_failed naming it instead of
+  // timing out, and every rank's next call is again the same call. Returns at once; nobody collects it.
+  void abandon(int rank, runtime::CallKind kind, const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::uint64_t sequence = next_[static_cast<std::size_t>(rank)]++;
+      std::shared_ptr<rendezvous_detail::Job>& slot = rounds_[sequence];
+      if (!slot) slot = new_job(false, sequence);
+      const std::shared_ptr<rendezvous_detail::Job> job = slot;
+      job->calls[static_cast<std::size_t>(rank)].described.kind = kind;
+      job->present[static_cast<std::size_t>(rank)] = true;
+      job->abandoned[static_cast<std::size_t>(rank)] = why.empty() ? "failed its own checks" : why;
+      ++job->arrived;
+      if (job->complete() && job->state == rendezvous_detail::Job::State::collecting) check_agreement(*job);
+      if (++job->collected == job->expected) rounds_.erase(sequence);
+    }
+    changed_.notify_all();
   }
 
   // `from`'s send to `to` and `to`'s recv from `from`: the i-th of each on an ordered pair match.
@@ -208,6 +229,7 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
     job->expected = peer ? 2 : ranks_;
     job->calls.resize(peer ? 0 : static_cast<std::size_t>(ranks_));
     job->present.assign(peer ? 0 : static_cast<std::size_t>(ranks_), false);
+    job->abandoned.resize(peer ? 0 : static_cast<std::size_t>(ranks_));
     job->failures.resize(static_cast<std::size_t>(ranks_));
     job->results.resize(static_cast<std::size_t>(ranks_));
     return job;
@@ -224,6 +246,17 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
 
   // Every rank's part against rank 0's: the first difference fails every rank, before anything runs.
   void check_agreement(rendezvous_detail::Job& job) {
+    for (int bad = 0; bad < ranks_; ++bad) {
+      const std::string& why = job.abandoned[static_cast<std::size_t>(bad)];
+      if (why.empty()) continue;
+      for (int r = 0; r < ranks_; ++r) {
+        job.failures[static_cast<std::size_t>(r)] = Failure::of(
+            make_error(ErrorCode::peer_failed, runtime::to_string(job.calls[static_cast<std::size_t>(r)].described.kind), r,
+                       "rank ", bad, "'s part of call ", job.sequence, " failed on that rank: ", why));
+      }
+      job.state = rendezvous_detail::Job::State::done;
+      return;
+    }
     const RankCall& first = job.calls[0];
     std::string difference;
     for (int r = 1; r < ranks_ && difference.empty(); ++r) {

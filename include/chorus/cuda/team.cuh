@@ -169,6 +169,7 @@ class Team {
     const std::size_t bytes =
         std::max(send_count(collective, count, size()), recv_count(collective, count, size())) * sizeof(T);
     const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
+    const CurrentDeviceGuard keep_device;  // the occupancy check switches devices
     check_co_resident(reinterpret_cast<const void*>(&collective_kernel<T>), data_type_v<T>, call);
     launch_cooperative(call, reinterpret_cast<const void*>(&collective_kernel<T>), streams, buffers,
                        CollectiveArgs{collective, count, op, root, algorithm});
@@ -190,6 +191,7 @@ class Team {
     const std::vector<kernel::P2pTable> tables = plan_transfers(call, size(), transfers);
     TransferTables all{};
     for (std::size_t r = 0; r < tables.size(); ++r) all.table[r] = tables[r];
+    const CurrentDeviceGuard keep_device;  // the occupancy check switches devices
     check_co_resident(reinterpret_cast<const void*>(&transfer_kernel<T>), data_type_v<T>, call);
     launch_cooperative(call, reinterpret_cast<const void*>(&transfer_kernel<T>), streams, all);
     launched_ = kernel::KernelAlgorithm::pairwise;
@@ -240,8 +242,8 @@ class Team {
     if (n < 1 || n > kernel::kMaxRanks) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ranks must be 1..", kernel::kMaxRanks, ", got ", n));
     }
-    if (options_.fifo_depth < 2 || options_.fifo_slot_bytes < kernel::kPackBytes) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs at least 2 slots of 16 bytes, got ",
+    if (!kernel::valid_fifo_depth(options_.fifo_depth) || options_.fifo_slot_bytes < kernel::kPackBytes) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                                                                options_.fifo_depth, " of ", options_.fifo_slot_bytes));
     }
     // Two ranks on one GPU in separate launches could each wait for the other's kernel to start: use
@@ -465,7 +467,10 @@ class Team {
     std::swap(broken_, other.broken_);
     std::swap(launched_, other.launched_);
     std::swap(launched_call_, other.launched_call_);
-    std::swap(comm_state_, other.comm_state_);
+    // The per-rank views' state points at the Team object it was made for: neither side keeps it (views
+    // made before a move must not be used after it; new ones are made on demand).
+    comm_state_.reset();
+    other.comm_state_.reset();
   }
 
   std::vector<int> devices_;

@@ -39,6 +39,7 @@ class CudaTeamAdapter {
   explicit CudaTeamAdapter(Team& team) : team_(&team) {}
   explicit CudaTeamAdapter(std::unique_ptr<Team> owned) : owned_(std::move(owned)), team_(owned_.get()) {}
   ~CudaTeamAdapter() {
+    const CurrentDeviceGuard keep_device;
     for (std::size_t r = 0; r < flags_.size(); ++r) {
       cudaSetDevice(team_->device(static_cast<int>(r)));
       cudaFree(flags_[r]);
@@ -95,28 +96,32 @@ class CudaTeamAdapter {
     return std::make_shared<CudaTeamAdapter>(std::make_unique<Team>(devices, team_->options()));
   }
 
-  // Matched send/recv pairs as one Team::transfer of bytes, on the ranks' streams (a rank in no pair
-  // gets the first pair's sender's stream: its blocks return at once).
+  // Matched send/recv pairs as one Team::transfer of bytes, on the ranks' streams. A rank in no pair
+  // (its blocks return at once) gets, on a virtual team, the first sender's stream (one launch, one
+  // stream) and otherwise its own device's default stream (a stream belongs to one device).
   void transfer(const std::vector<PeerTransfer>& transfers) {
-    std::vector<cudaStream_t> streams(static_cast<std::size_t>(size()), static_cast<cudaStream_t>(transfers.front().send_stream));
+    const auto idle = team_->is_virtual() ? static_cast<cudaStream_t>(transfers.front().send_stream) : cudaStream_t{};
+    std::vector<cudaStream_t> streams(static_cast<std::size_t>(size()), idle);
     for (const PeerTransfer& t : transfers) {
       streams[static_cast<std::size_t>(t.from)] = static_cast<cudaStream_t>(t.send_stream);
       streams[static_cast<std::size_t>(t.to)] = static_cast<cudaStream_t>(t.recv_stream);
     }
-    team_->transfer(as_bytes(transfers), one_if_same(std::move(streams)));
+    team_->transfer(as_bytes(transfers), one_if_same_on_virtual(std::move(streams)));
   }
 
   // Bounded; a kernel's timeout becomes chorus::Error (Team::synchronize).
   void wait(int, Stream) { team_->synchronize(); }
 
  private:
-  // One stream for all when every rank gave the same (what virtual ranks need), else one per rank.
-  static std::vector<cudaStream_t> streams_of(const std::vector<RankCall>& calls) {
+  std::vector<cudaStream_t> streams_of(const std::vector<RankCall>& calls) const {
     std::vector<cudaStream_t> streams;
     for (const RankCall& call : calls) streams.push_back(static_cast<cudaStream_t>(call.stream));
-    return one_if_same(std::move(streams));
+    return one_if_same_on_virtual(std::move(streams));
   }
-  static std::vector<cudaStream_t> one_if_same(std::vector<cudaStream_t> streams) {
+  // Virtual ranks run in one launch, so on one stream: one for all when every rank gave the same (else
+  // Team refuses them). Ranks on several GPUs keep one stream each, even when all are the default.
+  std::vector<cudaStream_t> one_if_same_on_virtual(std::vector<cudaStream_t> streams) const {
+    if (!team_->is_virtual()) return streams;
     for (cudaStream_t stream : streams) {
       if (stream != streams.front()) return streams;
     }

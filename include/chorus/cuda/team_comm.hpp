@@ -225,15 +225,26 @@ class BasicRankComm {
   void collective(const runtime::CollectiveArgs& args) {
     const char* name = traits(args.collective).name;
     runtime::check_comm(name, rendezvous_ != nullptr);
-    const runtime::CheckedCall checked = runtime::check_collective(args, rank_, size());
+    // A part that fails here is still handed in, marked: the other ranks' parts of this call then fail
+    // at once naming this rank (instead of timing out), and every rank's next call is the same call.
+    const auto abandon = [&](const Error& e) { rendezvous_->abandon(rank_, runtime::kind_of(args.collective), e.what()); };
     RankCall part;
-    part.described = checked.descriptor;
-    part.algorithm = args.algorithm;
+    runtime::CheckedCall checked;
+    try {
+      checked = runtime::check_collective(args, rank_, size());
+    } catch (const Error& e) {
+      abandon(e);
+      throw;
+    }
     try {
       part.kernel = team_comm_detail::kernel_of(args.collective, args.algorithm, args.count, checked.element_size, size());
     } catch (const Error& e) {
-      throw make_error(e.code(), name, rank_, e.what());
+      const Error named = make_error(e.code(), name, rank_, e.what());
+      abandon(named);
+      throw named;
     }
+    part.described = checked.descriptor;
+    part.algorithm = args.algorithm;
     part.send = checked.uses_send ? args.send : nullptr;
     part.recv = checked.uses_recv ? args.recv : nullptr;
     part.stream = opaque(stream_);

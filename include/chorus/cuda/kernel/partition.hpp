@@ -112,7 +112,10 @@ CHORUS_HOST_DEVICE constexpr std::size_t ll_capacity_lines(std::size_t ll_bytes,
 }
 
 // Simple: step `step` of a FIFO of `depth` slots uses slot step % depth; the sender may fill it once
-// the receiver has consumed step - depth.
+// the receiver has consumed step - depth. The counters wrap at 2^32, so depth must divide 2^32 (a power
+// of two): with depth 3, steps 2^32 - 1 and 0 (= 2^32) would both use slot 0, and the second would
+// overwrite the first before it is read.
+CHORUS_HOST_DEVICE constexpr bool valid_fifo_depth(int depth) { return depth >= 2 && (depth & (depth - 1)) == 0; }
 CHORUS_HOST_DEVICE constexpr int fifo_slot(std::uint32_t step, int depth) {
   return static_cast<int>(step % static_cast<std::uint32_t>(depth));
 }

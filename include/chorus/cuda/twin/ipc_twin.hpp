@@ -222,8 +222,8 @@ class IpcRank {
     if (options.lanes < 1 || options.lanes > 64) {
       return std::make_exception_ptr(make_error(ErrorCode::invalid_argument, call, rank, "lanes must be 1..64, got ", options.lanes));
     }
-    if (options.fifo_depth < 2 || options.fifo_slot_bytes < kernel::kPackBytes) {
-      return std::make_exception_ptr(make_error(ErrorCode::invalid_argument, call, rank, "the FIFO needs at least 2 slots of 16 bytes, got ",
+    if (!kernel::valid_fifo_depth(options.fifo_depth) || options.fifo_slot_bytes < kernel::kPackBytes) {
+      return std::make_exception_ptr(make_error(ErrorCode::invalid_argument, call, rank, "the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                                                 options.fifo_depth, " of ", options.fifo_slot_bytes));
     }
     return nullptr;

@@ -97,9 +97,9 @@ inline RankComm Team::comm(int rank) {
   std::lock_guard<std::mutex> lock(creating);
   if (!comm_state_) {
     auto adapter = std::make_shared<TeamAdapter>(*this);
-    comm_state_ = std::make_shared<RankComm>(RankComm::of_team(adapter, 0));
+    comm_state_.state = std::make_shared<RankComm>(RankComm::of_team(adapter, 0));
   }
-  const auto& first = *static_cast<const RankComm*>(comm_state_.get());
+  const auto& first = *static_cast<const RankComm*>(comm_state_.state.get());
   return first.view_of(rank);
 }
 

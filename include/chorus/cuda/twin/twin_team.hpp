@@ -161,8 +161,9 @@ class Team {
   // Puts every counter and every signal where `value` barriers, LL calls and FIFO steps would have left
   // them, consistently on all ranks: how the tests reach the 32-bit wrap without 2^32 calls. Every field
   // of Signals and RankState is a uint32 counter or flag, so each struct is filled word by word through
-  // memcpy (a loop over the fields, one per protocol, was dropped entirely by g++ 12's vectorizer at -O2:
-  // the wrap tests then ran far from the wrap).
+  // memcpy. (A loop over the fields, one per protocol, had no effect in a g++ 12.2 -O2 build, with
+  // -fno-tree-vectorize it did; the cause was not pinned down. The wrap tests then ran far from the wrap,
+  // so they now check that the counters are there.)
   void advance_counters_to(std::uint32_t value) {
     for (auto& memory : memory_) {
       fill_words(memory->signals, value);
@@ -277,8 +278,8 @@ class Team {
     }
     // With one slot every rank would hold its full outgoing slot while waiting for the next rank, which
     // waits the same way: a cycle. Two slots let each step's send go out while the last is still read.
-    if (options_.fifo_depth < 2 || options_.fifo_slot_bytes < kernel::kPackBytes) {
-      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs at least 2 slots of 16 bytes, got ",
+    if (!kernel::valid_fifo_depth(options_.fifo_depth) || options_.fifo_slot_bytes < kernel::kPackBytes) {
+      throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                                                                options_.fifo_depth, " of ", options_.fifo_slot_bytes));
     }
     // The largest element (8 bytes) must leave two-shot a non-empty round and LL a line per source.
@@ -307,7 +308,18 @@ class Team {
   kernel::ScratchLayout layout_{};
   std::vector<std::unique_ptr<RankMemory>> memory_;
   bool broken_ = false;
-  std::shared_ptr<void> comm_state_;  // a RankComm of this team, made by the first comm()
+  // A RankComm of this team, made by the first comm(). It points at this Team object, so a moved team
+  // starts without one (views made before a move must not be used after it; new ones are made on demand).
+  struct CommState {
+    CommState() = default;
+    CommState(CommState&&) noexcept {}
+    CommState& operator=(CommState&&) noexcept {
+      state.reset();
+      return *this;
+    }
+    explicit operator bool() const { return state != nullptr; }
+    std::shared_ptr<void> state;
+  } comm_state_;
 };
 
 }  // namespace chorus::cuda::twin
