@@ -41,6 +41,7 @@
 #include "bench_outputs.hpp"
 #include "busbw_svg.hpp"
 #include "host_calibration.hpp"
+#include "sweep_cli.hpp"
 
 namespace {
 
@@ -356,22 +357,12 @@ int main(int argc, char** argv) {
   CLI::App app{"chorus-bench: nccl-tests compatible collective benchmark on chorus backends.\n"
                "Sizes take K, M, G suffixes (binary: 1K = 1024). Exit status: 0 all values right, "
                "1 some #wrong > 0, 2 error."};
-  std::string min_text = "32M", max_text = "32M", step_text = "1M", type_text = "float", op_text = "sum";
+  std::string type_text = "float", op_text = "sum";
   std::string root_text = "0", algo_text = "automatic", backend = "host", collective_text = "all_reduce";
-  std::size_t factor = 0;
   Config config;
   config.ranks = default_ranks();
-  app.add_option("-b,--minbytes", min_text, "smallest size in bytes")->capture_default_str();
-  app.add_option("-e,--maxbytes", max_text, "largest size in bytes")->capture_default_str();
-  app.add_option("-i,--stepbytes", step_text, "add this many bytes per step (without -f)")->capture_default_str();
-  app.add_option("-f,--stepfactor", factor, "multiply the size by this factor per step (>= 2; overrides -i)");
-  app.add_option("-n,--iters", config.iters, "timed calls per size")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  app.add_option("-w,--warmup_iters", config.warmup, "untimed calls before timing")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
-  app.add_option("-c,--check", config.check_iters, "correctness checks per size (0: none, #wrong shows N/A)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
+  bench::SweepFlags sweep_flags;
+  bench::add_sweep_flags(app, sweep_flags, "correctness checks per size (0: none, #wrong shows N/A)");
   app.add_option("-d,--datatype", type_text, std::string("element type: ") + bench::kDataTypeChoices)
       ->capture_default_str();
   app.add_option("-o,--op", op_text, std::string("reduction: ") + bench::kReduceOpChoices)->capture_default_str();
@@ -415,10 +406,10 @@ int main(int argc, char** argv) {
                         chorus::to_string(config.collective) + " (choose from " +
                         chorus::algorithm_choices(config.collective) + ")");
     }
-    config.sweep.min_bytes = bench::parse_size(min_text);
-    config.sweep.max_bytes = bench::parse_size(max_text);
-    config.sweep.step_bytes = bench::parse_size(step_text);
-    config.sweep.step_factor = factor;
+    config.sweep = sweep_flags.parse();
+    config.iters = sweep_flags.iters;
+    config.warmup = sweep_flags.warmup;
+    config.check_iters = sweep_flags.check_iters;
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);
     config.roots = parse_roots(root_text, mpi_backend ? mpi_world_size() : config.ranks);

@@ -28,6 +28,7 @@
 #include <chorus/mpi/data_types.hpp>
 
 #include "bench_json.hpp"
+#include "sweep_cli.hpp"
 
 namespace {
 
@@ -244,21 +245,11 @@ int main(int argc, char** argv) {
   const bool speaks = launch.rank == 0;
   CLI::App app{"chorus-mpi-peer: MPI's own blocking collectives, timed as chorus-bench times chorus (run under mpirun).\n"
                "Exit status: 0 all values right, 1 some #wrong > 0, 2 error."};
-  std::string min_text = "32M", max_text = "32M", step_text = "1M", type_text = "float", op_text = "sum";
+  std::string type_text = "float", op_text = "sum";
   std::string collective_text = "all_reduce";
-  std::size_t factor = 0;
   Config config;
-  app.add_option("-b,--minbytes", min_text, "smallest size in bytes")->capture_default_str();
-  app.add_option("-e,--maxbytes", max_text, "largest size in bytes")->capture_default_str();
-  app.add_option("-i,--stepbytes", step_text, "add this many bytes per step (without -f)")->capture_default_str();
-  app.add_option("-f,--stepfactor", factor, "multiply the size by this factor per step (>= 2; overrides -i)");
-  app.add_option("-n,--iters", config.iters, "timed calls per size")->capture_default_str()->check(CLI::Range(1, 1 << 30));
-  app.add_option("-w,--warmup_iters", config.warmup, "untimed calls before timing")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
-  app.add_option("-c,--check", config.check_iters, "correctness checks per size (0: none)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 30));
+  bench::SweepFlags sweep_flags;
+  bench::add_sweep_flags(app, sweep_flags, "correctness checks per size (0: none)");
   app.add_option("-d,--datatype", type_text, std::string("element type: ") + bench::kDataTypeChoices)
       ->capture_default_str();
   app.add_option("-o,--op", op_text, "reduction: sum, prod, max, min (MPI has no avg)")->capture_default_str();
@@ -281,10 +272,10 @@ int main(int argc, char** argv) {
   }
   try {
     config.collective = bench::parse_collective(collective_text);
-    config.sweep.min_bytes = bench::parse_size(min_text);
-    config.sweep.max_bytes = bench::parse_size(max_text);
-    config.sweep.step_bytes = bench::parse_size(step_text);
-    config.sweep.step_factor = factor;
+    config.sweep = sweep_flags.parse();
+    config.iters = sweep_flags.iters;
+    config.warmup = sweep_flags.warmup;
+    config.check_iters = sweep_flags.check_iters;
     bench::size_sweep(config.sweep);  // refuse a bad sweep before MPI starts
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);

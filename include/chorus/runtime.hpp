@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/call_check.hpp"
+#include "runtime/collective_front.hpp"
 #include "runtime/call_descriptor.hpp"
 #include "runtime/call_record.hpp"
 #include "runtime/desync_summary.hpp"

@@ -7,6 +7,8 @@
 #include <chorus/cuda.hpp>
 #include <chorus/host.hpp>
 
+#include "gpu_checks.hpp"
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,21 +18,8 @@ using chorus::ReduceOp;
 
 namespace {
 
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    ++failures;
-    std::printf("FAILED: %s\n", what.c_str());
-  }
-}
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::printf("CUDA error in %s: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
+using gpu_checks::check;
+using gpu_checks::expect;
 
 // One rank: all_reduce and the others copy the input; each kernel, typed and type-erased.
 void one_rank() {
@@ -104,13 +93,8 @@ void same_gpu_refused() {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no GPU visible: skipped\n");
-    return 77;
-  }
+  gpu_checks::gpus_or_skip();
   one_rank();
   same_gpu_refused();
-  std::printf("%s (%d failures)\n", failures == 0 ? "passed" : "FAILED", failures);
-  return failures == 0 ? 0 : 1;
+  return gpu_checks::summary();
 }

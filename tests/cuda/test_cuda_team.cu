@@ -10,6 +10,7 @@
 #include <chorus/cuda.hpp>
 #include <chorus/cuda/twin/twin_team.hpp>
 
+#include "cuda/gpu_checks.hpp"
 #include "trace/nvtx_recorder.hpp"
 
 #include <cmath>
@@ -27,21 +28,8 @@ using chorus::cuda::kernel::KernelAlgorithm;
 
 namespace {
 
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    ++failures;
-    std::printf("FAILED: %s\n", what.c_str());
-  }
-}
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::printf("CUDA error in %s: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
+using gpu_checks::check;
+using gpu_checks::expect;
 
 template <class T>
 std::vector<T> values(int rank, std::size_t count, unsigned seed) {
@@ -414,11 +402,7 @@ void per_rank_views(int device) {
 }
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no GPU visible: skipped\n");
-    return 77;
-  }
+  const int devices = gpu_checks::gpus_or_skip();
   for (int n : {2, 4, 8}) {
     if (quick() && n > 2) continue;
     auto team = chorus::cuda::Team::virtual_ranks(0, n);
@@ -441,6 +425,5 @@ int main() {
     stress_and_graphs(0);
     skipped_rank(0, 4);
   }
-  std::printf("%s: %d failure(s)\n", failures == 0 ? "PASSED" : "FAILED", failures);
-  return failures == 0 ? 0 : 1;
+  return gpu_checks::summary();
 }

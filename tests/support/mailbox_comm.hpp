@@ -9,6 +9,7 @@
 #include <chorus/algo/build.hpp>
 #include <chorus/core/communicator.hpp>
 #include <chorus/runtime/call_check.hpp>
+#include <chorus/runtime/collective_front.hpp>
 #include <chorus/runtime/element_ops.hpp>
 #include <chorus/runtime/interpreter.hpp>
 #include <chorus/runtime/schedule_cache.hpp>
@@ -102,66 +103,17 @@ class QueueTransport {
   Bytes current_;
 };
 
-class Comm {
+class Comm : public chorus::runtime::CollectiveFront<Comm> {
  public:
   Comm(std::shared_ptr<World> world, int rank) : world_(std::move(world)), rank_(rank) {}
 
   int rank() const { return rank_; }
   int size() const { return world_->size; }
 
-  template <class T>
-  void all_reduce(const T* send, T* recv, std::size_t count, chorus::ReduceOp op,
-                  chorus::Algorithm algorithm = chorus::Algorithm::automatic) {
-    all_reduce(send, recv, count, chorus::data_type_v<T>, op, algorithm);
-  }
-  template <class T>
-  void broadcast(const T* send, T* recv, std::size_t count, int root) {
-    broadcast(send, recv, count, chorus::data_type_v<T>, root);
-  }
-  template <class T>
-  void reduce(const T* send, T* recv, std::size_t count, chorus::ReduceOp op, int root) {
-    reduce(send, recv, count, chorus::data_type_v<T>, op, root);
-  }
-  template <class T>
-  void all_gather(const T* send, T* recv, std::size_t count) {
-    all_gather(send, recv, count, chorus::data_type_v<T>);
-  }
-  template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t count, chorus::ReduceOp op) {
-    reduce_scatter(send, recv, count, chorus::data_type_v<T>, op);
-  }
-  template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count) {
-    all_to_all(send, recv, count, chorus::data_type_v<T>);
-  }
-  template <class T>
-  void send(const T* data, std::size_t count, int peer) {
-    send(static_cast<const void*>(data), count, chorus::data_type_v<T>, peer);
-  }
-  template <class T>
-  void recv(T* data, std::size_t count, int peer) {
-    recv(static_cast<void*>(data), count, chorus::data_type_v<T>, peer);
-  }
+  // The collectives, typed and type-erased, and typed send/recv: the same front as chorus's own backends.
+  using chorus::runtime::CollectiveFront<Comm>::send;
+  using chorus::runtime::CollectiveFront<Comm>::recv;
 
-  void all_reduce(const void* send, void* recv, std::size_t count, chorus::DataType type, chorus::ReduceOp op,
-                  chorus::Algorithm algorithm = chorus::Algorithm::automatic) {
-    collective({chorus::Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, chorus::DataType type, int root) {
-    collective({chorus::Collective::broadcast, type, send, recv, count, chorus::ReduceOp::sum, root});
-  }
-  void reduce(const void* send, void* recv, std::size_t count, chorus::DataType type, chorus::ReduceOp op, int root) {
-    collective({chorus::Collective::reduce, type, send, recv, count, op, root});
-  }
-  void all_gather(const void* send, void* recv, std::size_t count, chorus::DataType type) {
-    collective({chorus::Collective::all_gather, type, send, recv, count});
-  }
-  void reduce_scatter(const void* send, void* recv, std::size_t count, chorus::DataType type, chorus::ReduceOp op) {
-    collective({chorus::Collective::reduce_scatter, type, send, recv, count, op});
-  }
-  void all_to_all(const void* send, void* recv, std::size_t count, chorus::DataType type) {
-    collective({chorus::Collective::all_to_all, type, send, recv, count});
-  }
   void send(const void* data, std::size_t count, chorus::DataType type, int peer) {
     put(*world_, world_->message_queues[index(rank_, peer)], static_cast<const std::byte*>(data),
         count * chorus::size_of(type));
@@ -205,6 +157,12 @@ class Comm {
  private:
   std::size_t index(int from, int to) const { return static_cast<std::size_t>(from * world_->size + to); }
 
+  friend class chorus::runtime::CollectiveFront<Comm>;
+  template <class T>
+  void typed_collective(const chorus::runtime::CollectiveArgs& args) {
+    collective(args);
+  }
+  void erased_collective(const chorus::runtime::CollectiveArgs& args) { collective(args); }
   void collective(const chorus::runtime::CollectiveArgs& args) {
     const int n = size();
     chorus::runtime::CheckedCall checked = chorus::runtime::check_collective(args, rank_, n);

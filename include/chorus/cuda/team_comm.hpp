@@ -43,20 +43,13 @@
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
+#include "../runtime/collective_front.hpp"
 #include "../runtime/validate.hpp"
 #include "kernel_choice.hpp"
 #include "rendezvous.hpp"
 
 namespace chorus::cuda {
 namespace team_comm_detail {
-// Keeps a parameter out of deduction, so a literal nullptr may stand for the buffer a rooted collective
-// ignores (broadcast's send, reduce's recv off the root) and T comes from the other.
-template <class T>
-struct same_type {
-  using type = T;
-};
-template <class T>
-using same_t = typename same_type<T>::type;
 
 // The kernel a collective runs for `algorithm`: as cuda::Team's own calls choose it.
 inline kernel::KernelAlgorithm kernel_of(Collective collective, Algorithm algorithm, std::size_t count, std::size_t element_size,
@@ -67,7 +60,7 @@ inline kernel::KernelAlgorithm kernel_of(Collective collective, Algorithm algori
 }  // namespace team_comm_detail
 
 template <class Adapter>
-class BasicRankComm {
+class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
  public:
   using Stream = typename Adapter::Stream;
 
@@ -104,61 +97,11 @@ class BasicRankComm {
     rendezvous_->exclusive([&] { adapter_->wait(rank_, stream_); });
   }
 
-  template <class T>
-  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm});
-  }
-  template <class T>
-  void broadcast(const team_comm_detail::same_t<T>* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  template <class T>
-  void reduce(const T* send, team_comm_detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm});
-  }
-  template <class T>
-  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm});
-  }
-  template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void send(const T* data, std::size_t count, int peer) {
-    send(static_cast<const void*>(data), count, data_type_v<T>, peer);
-  }
-  template <class T>
-  void recv(T* data, std::size_t count, int peer) {
-    recv(static_cast<void*>(data), count, data_type_v<T>, peer);
-  }
+  // all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, typed and type-erased, and typed
+  // send/recv: runtime::CollectiveFront.
+  using runtime::CollectiveFront<BasicRankComm<Adapter>>::send;
+  using runtime::CollectiveFront<BasicRankComm<Adapter>>::recv;
 
-  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                  Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
-  }
-  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
-  }
-  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
   void send(const void* data, std::size_t count, DataType type, int peer) {
     check_peer_call("send", data, count, type, peer);
     rendezvous_->send(rank_, peer, type, count, data, opaque(stream_));
@@ -222,6 +165,12 @@ class BasicRankComm {
     }
   }
 
+  friend class runtime::CollectiveFront<BasicRankComm<Adapter>>;
+  template <class T>
+  void typed_collective(const runtime::CollectiveArgs& args) {
+    collective(args);
+  }
+  void erased_collective(const runtime::CollectiveArgs& args) { collective(args); }
   void collective(const runtime::CollectiveArgs& args) {
     const char* name = traits(args.collective).name;
     runtime::check_comm(name, rendezvous_ != nullptr);

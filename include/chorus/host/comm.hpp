@@ -32,6 +32,7 @@
 #include "../core/config.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/call_descriptor.hpp"
+#include "../runtime/collective_front.hpp"
 #include "../runtime/element_ops.hpp"
 #include "rank_state.hpp"
 #include "shared_state.hpp"
@@ -41,17 +42,9 @@ namespace chorus::host {
 class Team;
 namespace detail {
 struct Message;  // point_to_point.hpp
-// Keeps a parameter out of template argument deduction, so a literal nullptr is accepted where
-// the buffer may be null (broadcast's send, reduce's recv on non-roots) and T comes from the other.
-template <class T>
-struct same {
-  using type = T;
-};
-template <class T>
-using same_t = typename same<T>::type;
 }  // namespace detail
 
-class Comm {
+class Comm : public runtime::CollectiveFront<Comm> {
  public:
   Comm() = default;  // a null communicator
   Comm(Comm&&) noexcept = default;
@@ -64,56 +57,10 @@ class Comm {
   int size() const { return state_ ? state_->size() : 0; }
   explicit operator bool() const { return state_ != nullptr; }
 
-  // Typed collectives: the DataType comes from T.
-  template <class T>
-  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    typed<T>({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm});
-  }
-  template <class T>
-  void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root,
-                 Algorithm algorithm = Algorithm::automatic) {
-    typed<T>({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  template <class T>
-  void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    typed<T>({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm});
-  }
-  template <class T>
-  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
-    typed<T>({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic) {
-    typed<T>({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm});
-  }
-  template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
-    typed<T>({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void send(const T* data, std::size_t count, int peer) {
-    send(static_cast<const void*>(data), count, data_type_v<T>, peer);
-  }
-  template <class T>
-  void recv(T* data, std::size_t count, int peer) {
-    recv(static_cast<void*>(data), count, data_type_v<T>, peer);
-  }
-
-  // Type-erased collectives, as NCCL and MPI take them: `type` says what the buffers hold.
-  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                  Algorithm algorithm = Algorithm::automatic);
-  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
-                 Algorithm algorithm = Algorithm::automatic);
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic);
-  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
-                  Algorithm algorithm = Algorithm::automatic);
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic);
-  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
-                  Algorithm algorithm = Algorithm::automatic);
+  // all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, typed and type-erased, and typed
+  // send/recv: runtime::CollectiveFront.
+  using runtime::CollectiveFront<Comm>::send;
+  using runtime::CollectiveFront<Comm>::recv;
   void send(const void* data, std::size_t count, DataType type, int peer);
   void recv(void* data, std::size_t count, DataType type, int peer);
 
@@ -135,6 +82,7 @@ class Comm {
 
  private:
   friend class Team;
+  friend class runtime::CollectiveFront<Comm>;
 
   Comm(std::shared_ptr<detail::SharedState> state, int rank)
       : state_(std::move(state)), rank_(rank), me_(std::make_unique<detail::RankState>(state_->size())) {}
@@ -148,14 +96,14 @@ class Comm {
   // Typed calls, header-only: only T's element functions are compiled into the caller's translation
   // unit (the type-erased entry would compile all ten types'). Compiled mode: libchorus has them all.
   template <class T>
-  void typed(const runtime::CollectiveArgs& args) {
+  void typed_collective(const runtime::CollectiveArgs& args) {
 #if defined(CHORUS_COMPILED_LIB)
-    erased(args);
+    erased_collective(args);
 #else
     collective(args, runtime::element_ops<T>());
 #endif
   }
-  void erased(const runtime::CollectiveArgs& args);
+  void erased_collective(const runtime::CollectiveArgs& args);
   void collective(const runtime::CollectiveArgs& args, const runtime::ElementOps* ops);
 
   std::shared_ptr<detail::SharedState> state_;

@@ -27,31 +27,6 @@
 
 namespace chorus::host {
 
-CHORUS_FUNC void Comm::all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                  Algorithm algorithm) {
-  erased({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
-}
-CHORUS_FUNC void Comm::broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                 Algorithm algorithm) {
-  erased({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
-}
-CHORUS_FUNC void Comm::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                              Algorithm algorithm) {
-  erased({Collective::reduce, type, send, recv, count, op, root, algorithm});
-}
-CHORUS_FUNC void Comm::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
-                                  Algorithm algorithm) {
-  erased({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-}
-CHORUS_FUNC void Comm::reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
-                                      ReduceOp op, Algorithm algorithm) {
-  erased({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
-}
-CHORUS_FUNC void Comm::all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
-                                  Algorithm algorithm) {
-  erased({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-}
-
 CHORUS_FUNC void Comm::send(const void* data, std::size_t count, DataType type, int peer) {
   const detail::Message m = checked_message("send", data, count, type, peer);
   detail::send_message(*state_, detail::PeerWaiter(*state_, "send", rank_, timeout_for("send")), m, data);
@@ -179,7 +154,7 @@ CHORUS_FUNC void Comm::synchronise(const char* name, const runtime::CallDescript
   hook.end(runtime::CallState::done);
 }
 
-CHORUS_FUNC void Comm::erased(const runtime::CollectiveArgs& args) {
+CHORUS_FUNC void Comm::erased_collective(const runtime::CollectiveArgs& args) {
   // An invalid type gets some table here and is refused by check_collective before any use.
   collective(args, runtime::element_ops(args.type));
 }

@@ -37,6 +37,7 @@
 #include "../runtime/element_ops.hpp"
 #include "../runtime/flight_record_json.hpp"
 #include "../runtime/flight_recorder.hpp"
+#include "../runtime/collective_front.hpp"
 #include "../runtime/validate.hpp"
 #include "check.hpp"
 #include "endpoint.hpp"
@@ -45,7 +46,7 @@
 namespace chorus::mpi {
 
 template <class Engine>
-class BasicComm {
+class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
  public:
   BasicComm() = default;  // a null communicator
   // Duplicates `comm`; MPI must be initialised (see Session). Collective over `comm`.
@@ -55,69 +56,10 @@ class BasicComm {
   int size() const { return state_ ? state_->endpoint.size() : 0; }
   explicit operator bool() const { return state_ != nullptr; }
 
-  template <class T>
-  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm}, runtime::element_ops<T>());
-  }
-  template <class T>
-  void broadcast(const T* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm},
-               runtime::element_ops<T>());
-  }
-  template <class T>
-  void reduce(const T* send, T* recv, std::size_t count, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm}, runtime::element_ops<T>());
-  }
-  template <class T>
-  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm},
-               runtime::element_ops<T>());
-  }
-  template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm},
-               runtime::element_ops<T>());
-  }
-  template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm},
-               runtime::element_ops<T>());
-  }
-  template <class T>
-  void send(const T* data, std::size_t count, int peer) {
-    send(static_cast<const void*>(data), count, data_type_v<T>, peer);
-  }
-  template <class T>
-  void recv(T* data, std::size_t count, int peer) {
-    recv(static_cast<void*>(data), count, data_type_v<T>, peer);
-  }
-
-  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                  Algorithm algorithm = Algorithm::automatic) {
-    erased({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root,
-                 Algorithm algorithm = Algorithm::automatic) {
-    erased({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    erased({Collective::reduce, type, send, recv, count, op, root, algorithm});
-  }
-  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
-                  Algorithm algorithm = Algorithm::automatic) {
-    erased({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic) {
-    erased({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
-  }
-  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
-                  Algorithm algorithm = Algorithm::automatic) {
-    erased({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
+  // all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, typed and type-erased, and typed
+  // send/recv: runtime::CollectiveFront.
+  using runtime::CollectiveFront<BasicComm<Engine>>::send;
+  using runtime::CollectiveFront<BasicComm<Engine>>::recv;
 
   // Messages over 1 GiB travel as pieces; every piece but the last is tagged kMorePieces, so a recv
   // never joins two sends into one message or splits one between two recvs without noticing.
@@ -272,7 +214,12 @@ class BasicComm {
     });
   }
 
-  void erased(const runtime::CollectiveArgs& args) { collective(args, runtime::element_ops(args.type)); }
+  friend class runtime::CollectiveFront<BasicComm<Engine>>;
+  template <class T>
+  void typed_collective(const runtime::CollectiveArgs& args) {
+    collective(args, runtime::element_ops<T>());
+  }
+  void erased_collective(const runtime::CollectiveArgs& args) { collective(args, runtime::element_ops(args.type)); }
 
   void collective(const runtime::CollectiveArgs& args, const runtime::ElementOps* ops) {
     const char* name = traits(args.collective).name;

@@ -32,6 +32,7 @@
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
+#include "../runtime/collective_front.hpp"
 #include "../runtime/nvtx_range.hpp"
 #include "../runtime/validate.hpp"
 #include "create.hpp"
@@ -40,22 +41,11 @@
 #include "handle.hpp"
 
 namespace chorus::nccl {
-namespace detail {
-// Keeps a parameter out of deduction, so a literal nullptr may stand for the buffer a rooted
-// collective ignores (broadcast's send, reduce's recv off the root) and T comes from the other.
-template <class T>
-struct same {
-  using type = T;
-};
-template <class T>
-using same_t = typename same<T>::type;
-}  // namespace detail
-
 template <class Api>
 class BasicComm;
 
 template <class Api>
-class BasicView {
+class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> {
  public:
   BasicView() = default;  // a null communicator
   BasicView(std::shared_ptr<detail::Handle<Api>> handle, cudaStream_t stream) : handle_(std::move(handle)), stream_(stream) {}
@@ -65,62 +55,11 @@ class BasicView {
   explicit operator bool() const { return handle_ != nullptr; }
   cudaStream_t stream() const { return stream_; }
 
-  template <class T>
-  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_reduce, element_type_v<T>, send, recv, count, op, 0, algorithm});
-  }
-  template <class T>
-  void broadcast(const detail::same_t<T>* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::broadcast, element_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  template <class T>
-  void reduce(const T* send, detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce, element_type_v<T>, send, recv, count, op, root, algorithm});
-  }
-  template <class T>
-  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_gather, element_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce_scatter, element_type_v<T>, send, recv, recv_count, op, 0, algorithm});
-  }
-  template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_to_all, element_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void send(const T* data, std::size_t count, int peer) {
-    send(static_cast<const void*>(data), count, element_type_v<T>, peer);
-  }
-  template <class T>
-  void recv(T* data, std::size_t count, int peer) {
-    recv(static_cast<void*>(data), count, element_type_v<T>, peer);
-  }
+  // all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, typed (chorus's element types and
+  // CUDA's __half, __nv_bfloat16) and type-erased, and typed send/recv: runtime::CollectiveFront.
+  using runtime::CollectiveFront<BasicView<Api>, element_type>::send;
+  using runtime::CollectiveFront<BasicView<Api>, element_type>::recv;
 
-  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                  Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
-  }
-  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type, Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
-  }
-  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type,
-                  Algorithm algorithm = Algorithm::automatic) {
-    collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
   void send(const void* data, std::size_t count, DataType type, int peer) {
     detail::Handle<Api>& h = ready("send");
     const ncclDataType_t nccl_type = checked_peer_call(h, "send", data, count, type, peer);
@@ -206,6 +145,12 @@ class BasicView {
     h.check(result, call, function);
   }
 
+  friend class runtime::CollectiveFront<BasicView<Api>, element_type>;
+  template <class T>
+  void typed_collective(const runtime::CollectiveArgs& args) {
+    collective(args);
+  }
+  void erased_collective(const runtime::CollectiveArgs& args) { collective(args); }
   void collective(const runtime::CollectiveArgs& args) {
     const char* name = traits(args.collective).name;
     detail::Handle<Api>& h = ready(name);
@@ -240,7 +185,7 @@ class BasicView {
         enqueue(h, name, "ncclReduceScatter", [&] { return Api::reduce_scatter(send, recv, count, type, op, h.raw(), stream_); });
         break;
       case Collective::all_to_all:
-        all_to_all(h, send, recv, count, type, checked);
+        grouped_all_to_all(h, send, recv, count, type, checked);
         break;
     }
   }
@@ -248,7 +193,7 @@ class BasicView {
   // One ncclSend and one ncclRecv per peer (this rank included) in a group. In place, the sends read a
   // stream-ordered copy of the input, since the receives overwrite it while the sends still read it;
   // the copy is freed once the group's kernels are on the stream.
-  void all_to_all(detail::Handle<Api>& h, const void* send, void* recv, std::size_t count, ncclDataType_t type,
+  void grouped_all_to_all(detail::Handle<Api>& h, const void* send, void* recv, std::size_t count, ncclDataType_t type,
                   const runtime::CheckedCall& checked) {
     const char* name = "all_to_all";
     const std::size_t block = count * checked.element_size;
