@@ -25,6 +25,7 @@
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
 #include "../collective_check.hpp"
+#include "../kernel_choice.hpp"
 #include "../kernel/collective.hpp"
 #include "../kernel/p2p.hpp"
 #include "../transfer_plan.hpp"
@@ -47,6 +48,7 @@ struct Options {
   int lanes = 4;                           // threads per block
   std::size_t staging_bytes = 64 * 1024;   // one-shot / two-shot staging (and two-shot results) per rank
   std::size_t ll_bytes = 16 * 1024;        // LL lines per rank
+  KernelCrossovers crossovers{};           // where Algorithm::automatic switches kernels (per-rank views)
   std::size_t fifo_slot_bytes = 4 * 1024;  // Simple FIFO slot (ring and chain; the tree's per-link FIFOs too)
   int fifo_depth = 4;                      // Simple FIFO slots per block (and per tree link)
   std::vector<int> ring_order;             // ring position -> rank; empty: 0, 1, ..., n-1
@@ -292,6 +294,7 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ll_bytes ", options_.ll_bytes, " is too small for ",
                                                                ranks_, " ranks"));
     }
+    check_crossovers(options_.crossovers, call);
     if (!options_.ring_order.empty()) {
       std::vector<bool> seen(static_cast<std::size_t>(ranks_), false);
       bool ok = options_.ring_order.size() == static_cast<std::size_t>(ranks_);
