@@ -247,6 +247,7 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                                                                options_.fifo_depth, " of ", options_.fifo_slot_bytes));
     }
+    check_crossovers(options_.crossovers, call);
     // Two ranks on one GPU in separate launches could each wait for the other's kernel to start: use
     // virtual_ranks for that.
     for (std::size_t i = 0; !virtual_ && i < devices_.size(); ++i) {
@@ -261,7 +262,6 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": threads must be 32..1024 and blocks 1..",
                                                                kernel::kMaxBlocks, ", got ", options_.threads, " and ", options_.blocks));
     }
-    check_crossovers(options_.crossovers, call);
     const CurrentDeviceGuard keep_device;
     try {
       setup(call);

@@ -278,6 +278,7 @@ class Team {
     if (options_.lanes < 1 || options_.lanes > 64) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": lanes must be 1..64, got ", options_.lanes));
     }
+    check_crossovers(options_.crossovers, call);
     // With one slot every rank would hold its full outgoing slot while waiting for the next rank, which
     // waits the same way: a cycle. Two slots let each step's send go out while the last is still read.
     if (!kernel::valid_fifo_depth(options_.fifo_depth) || options_.fifo_slot_bytes < kernel::kPackBytes) {
@@ -294,7 +295,6 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ll_bytes ", options_.ll_bytes, " is too small for ",
                                                                ranks_, " ranks"));
     }
-    check_crossovers(options_.crossovers, call);
     if (!options_.ring_order.empty()) {
       std::vector<bool> seen(static_cast<std::size_t>(ranks_), false);
       bool ok = options_.ring_order.size() == static_cast<std::size_t>(ranks_);
