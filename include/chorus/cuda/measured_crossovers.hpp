@@ -1,6 +1,6 @@
 // Measured crossovers: from a size sweep's median times, where Algorithm::automatic should switch
 // kernels, in KernelCrossovers' terms, and the line a user pastes into TeamOptions (chorus-cuda-bench
-// prints both). Plain C++, tested on synthetic tables (tests/cuda_twin/test_crossover_fit.cpp).
+// prints both). Plain C++, tested on synthetic tables (tests/cuda_twin/test_kernel_choice.cpp).
 //
 // The rule (docs/cuda.md, "Choosing a kernel"), for the kernels automatic climbs through (all_reduce: LL,
 // one-shot, two-shot, ring; all_gather and reduce_scatter: one-shot, ring):
