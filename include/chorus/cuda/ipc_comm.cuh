@@ -194,6 +194,12 @@ class IpcComm {
       throw make_error(ErrorCode::invalid_argument, call, rank, "the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                        options.fifo_depth, " of ", options.fifo_slot_bytes);
     }
+    // Each process would pick kernels at its own thresholds, and ranks running different kernels only time
+    // out: until the records carry them, IpcComm runs at the defaults.
+    if (options.crossovers != KernelCrossovers{}) {
+      throw make_error(ErrorCode::unsupported, call, rank, "TeamOptions::crossovers is not taken by IpcComm yet (its processes "
+                       "would have to agree on it): leave the defaults");
+    }
   }
 
   // This rank's memory, exported into `mine`. Partial allocations are freed by release().

@@ -44,6 +44,7 @@ struct TeamOptions {
   int threads = 512;                         // threads per block
   std::size_t staging_bytes = 8u << 20;      // one-shot / two-shot staging per rank
   std::size_t ll_bytes = 1u << 20;           // LL lines per rank
+  KernelCrossovers crossovers{};             // where Algorithm::automatic switches kernels (kernel_choice.hpp)
   std::size_t fifo_slot_bytes = 128u << 10;  // Simple FIFO slot
   int fifo_depth = 4;                        // Simple FIFO slots per block
   std::uint32_t delay_seed = 0;              // nonzero: seeded per-rank delays before waits (testing)
@@ -96,7 +97,7 @@ class Team {
   void all_reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op,
                   Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {},
                   const std::vector<bool>& takes_part = {}) {
-    all_reduce_with(inputs, outputs, count, op, kernel_for(algorithm, count * sizeof(T), size()), streams, takes_part);
+    all_reduce_with(inputs, outputs, count, op, kernel_for(algorithm, count * sizeof(T), size(), options_.crossovers), streams, takes_part);
   }
 
   // all_reduce with an explicit kernel (tests, benchmarks): the same launch as every collective.
@@ -114,31 +115,31 @@ class Team {
   void broadcast(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, int root,
                  Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
     collective_with<T>(Collective::broadcast, inputs, outputs, count, ReduceOp::sum, root,
-                       kernel_for(Collective::broadcast, algorithm, count * sizeof(T)), streams);
+                       kernel_for(Collective::broadcast, algorithm, count * sizeof(T), options_.crossovers), streams);
   }
   template <class T>
   void reduce(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count, ReduceOp op, int root,
               Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
-    collective_with<T>(Collective::reduce, inputs, outputs, count, op, root, kernel_for(Collective::reduce, algorithm, count * sizeof(T)),
+    collective_with<T>(Collective::reduce, inputs, outputs, count, op, root, kernel_for(Collective::reduce, algorithm, count * sizeof(T), options_.crossovers),
                        streams);
   }
   template <class T>
   void all_gather(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t send_count,
                   Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
     collective_with<T>(Collective::all_gather, inputs, outputs, send_count, ReduceOp::sum, 0,
-                       kernel_for(Collective::all_gather, algorithm, send_count * sizeof(T)), streams);
+                       kernel_for(Collective::all_gather, algorithm, send_count * sizeof(T), options_.crossovers), streams);
   }
   template <class T>
   void reduce_scatter(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t recv_count, ReduceOp op,
                       Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
     collective_with<T>(Collective::reduce_scatter, inputs, outputs, recv_count, op, 0,
-                       kernel_for(Collective::reduce_scatter, algorithm, recv_count * sizeof(T)), streams);
+                       kernel_for(Collective::reduce_scatter, algorithm, recv_count * sizeof(T), options_.crossovers), streams);
   }
   template <class T>
   void all_to_all(const std::vector<const T*>& inputs, const std::vector<T*>& outputs, std::size_t count_per_peer,
                   Algorithm algorithm = Algorithm::automatic, const std::vector<cudaStream_t>& streams = {}) {
     collective_with<T>(Collective::all_to_all, inputs, outputs, count_per_peer, ReduceOp::sum, 0,
-                       kernel_for(Collective::all_to_all, algorithm, count_per_peer * sizeof(T)), streams);
+                       kernel_for(Collective::all_to_all, algorithm, count_per_peer * sizeof(T), options_.crossovers), streams);
   }
 
   // Any collective with an explicit kernel (tests; see kernel::supports for which serve which).
@@ -246,6 +247,7 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": the FIFO needs a power-of-two number of slots, at least 2, of 16 bytes or more, got ",
                                                                options_.fifo_depth, " of ", options_.fifo_slot_bytes));
     }
+    check_crossovers(options_.crossovers, call);
     // Two ranks on one GPU in separate launches could each wait for the other's kernel to start: use
     // virtual_ranks for that.
     for (std::size_t i = 0; !virtual_ && i < devices_.size(); ++i) {

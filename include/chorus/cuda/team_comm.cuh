@@ -49,6 +49,7 @@ class CudaTeamAdapter {
   CudaTeamAdapter& operator=(const CudaTeamAdapter&) = delete;
 
   int size() const { return team_->size(); }
+  const KernelCrossovers& crossovers() const { return team_->options().crossovers; }
 
   void collective(const std::vector<RankCall>& calls) {
     const runtime::CallDescriptor& d = calls.front().described;

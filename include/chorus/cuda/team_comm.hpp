@@ -11,7 +11,8 @@
 // chorus::Error(mismatch) naming the value, and nothing runs. One thread per rank: a call returns once
 // the team call ran (was enqueued, on a GPU: stream-ordered, as nccl::View); one thread for all ranks:
 // make the calls inside team.group(fn) (or a cuda::Group), which settles them at its end.
-//   - Algorithm maps to a kernel through kernel_for (kernel_choice.hpp), as cuda::Team's own calls do;
+//   - Algorithm maps to a kernel through kernel_for (kernel_choice.hpp) at the team's crossovers, as
+//     cuda::Team's own calls do;
 //   - barrier is a team all_reduce of one int per rank;
 //   - split(colour, key): every rank calls; the last arrival makes one new team per colour (same options,
 //     default ring order) and each member gets its view of it; colour < 0 gives a null view (size() 0,
@@ -23,7 +24,7 @@
 // (views of a split own their team).
 //
 // The Adapter says how a team runs (twin/twin_comm.hpp, team_comm.cuh):
-//   using Stream;  int size() const;
+//   using Stream;  int size() const;  const KernelCrossovers& crossovers() const;  (the team's options')
 //   void collective(const std::vector<RankCall>&);  void barrier(const std::vector<RankCall>&);
 //   std::shared_ptr<Adapter> split(const std::vector<int>& members) const;  (parent ranks, new-rank order)
 //   void transfer(const std::vector<PeerTransfer>&);  void wait(int rank, Stream);
@@ -53,9 +54,9 @@ namespace team_comm_detail {
 
 // The kernel a collective runs for `algorithm`: as cuda::Team's own calls choose it.
 inline kernel::KernelAlgorithm kernel_of(Collective collective, Algorithm algorithm, std::size_t count, std::size_t element_size,
-                                         int ranks) {
-  return collective == Collective::all_reduce ? kernel_for(algorithm, count * element_size, ranks)
-                                              : kernel_for(collective, algorithm, count * element_size);
+                                         int ranks, const KernelCrossovers& crossovers) {
+  return collective == Collective::all_reduce ? kernel_for(algorithm, count * element_size, ranks, crossovers)
+                                              : kernel_for(collective, algorithm, count * element_size, crossovers);
 }
 }  // namespace team_comm_detail
 
@@ -186,7 +187,8 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
       throw;
     }
     try {
-      part.kernel = team_comm_detail::kernel_of(args.collective, args.algorithm, args.count, checked.element_size, size());
+      part.kernel = team_comm_detail::kernel_of(args.collective, args.algorithm, args.count, checked.element_size, size(),
+                                                adapter_->crossovers());
     } catch (const Error& e) {
       const Error named = make_error(e.code(), name, rank_, e.what());
       abandon(named);

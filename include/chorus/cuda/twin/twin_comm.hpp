@@ -33,6 +33,7 @@ class TeamAdapter {
   explicit TeamAdapter(std::unique_ptr<Team> owned) : owned_(std::move(owned)), team_(owned_.get()) {}
 
   int size() const { return team_->size(); }
+  const KernelCrossovers& crossovers() const { return team_->options().crossovers; }
 
   void collective(const std::vector<RankCall>& calls) {
     const runtime::CallDescriptor& d = calls.front().described;

@@ -25,6 +25,7 @@
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
 #include "../collective_check.hpp"
+#include "../kernel_choice.hpp"
 #include "../kernel/collective.hpp"
 #include "../kernel/p2p.hpp"
 #include "../transfer_plan.hpp"
@@ -47,6 +48,7 @@ struct Options {
   int lanes = 4;                           // threads per block
   std::size_t staging_bytes = 64 * 1024;   // one-shot / two-shot staging (and two-shot results) per rank
   std::size_t ll_bytes = 16 * 1024;        // LL lines per rank
+  KernelCrossovers crossovers{};           // where Algorithm::automatic switches kernels (per-rank views)
   std::size_t fifo_slot_bytes = 4 * 1024;  // Simple FIFO slot (ring and chain; the tree's per-link FIFOs too)
   int fifo_depth = 4;                      // Simple FIFO slots per block (and per tree link)
   std::vector<int> ring_order;             // ring position -> rank; empty: 0, 1, ..., n-1
@@ -276,6 +278,7 @@ class Team {
     if (options_.lanes < 1 || options_.lanes > 64) {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": lanes must be 1..64, got ", options_.lanes));
     }
+    check_crossovers(options_.crossovers, call);
     // With one slot every rank would hold its full outgoing slot while waiting for the next rank, which
     // waits the same way: a cycle. Two slots let each step's send go out while the last is still read.
     if (!kernel::valid_fifo_depth(options_.fifo_depth) || options_.fifo_slot_bytes < kernel::kPackBytes) {
