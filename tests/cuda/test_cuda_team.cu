@@ -72,6 +72,7 @@ void compare(chorus::cuda::Team& team, KernelAlgorithm algorithm, std::size_t co
   options.staging_bytes = 8u << 20;
   options.ll_bytes = 1u << 20;
   options.fifo_slot_bytes = 128u << 10;
+  options.ring_orders = team.ring_orders();  // the same channel rings: the same fold order per block
   chorus::cuda::twin::Team twin(n, options);
   twin.all_reduce<T>(twin_in, twin_out_ptr, count, op, algorithm);
   for (int r = 0; r < n; ++r) {
@@ -123,6 +124,7 @@ void compare_collective(chorus::cuda::Team& team, chorus::Collective collective,
   options.staging_bytes = 8u << 20;
   options.ll_bytes = 1u << 20;
   options.fifo_slot_bytes = 128u << 10;
+  options.ring_orders = team.ring_orders();  // the same channel rings: the same fold order per block
   chorus::cuda::twin::Team twin(n, options);
   switch (collective) {
     case chorus::Collective::broadcast: twin.broadcast<T>(twin_in, twin_out_ptr, count, root, algorithm); break;
@@ -411,10 +413,19 @@ int main() {
     collectives(team);
     transfers(team);
   }
+  if (!quick()) {  // a different ring per block: identity, reversed, shuffled
+    chorus::cuda::TeamOptions options;
+    options.ring_orders = {{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}};
+    auto team = chorus::cuda::Team::virtual_ranks(0, 4, options);
+    std::printf("virtual ranks 4 on 3 rings: %d blocks per rank\n", team.blocks_per_rank());
+    correctness(team);
+    collectives(team);
+  }
   if (devices > 1 && !quick()) {
     std::vector<int> all;
     for (int d = 0; d < devices && d < chorus::cuda::kernel::kMaxRanks; ++d) all.push_back(d);
     chorus::cuda::Team team(all);
+    std::printf("%d GPUs, rings: %s\n", team.size(), team.ring_source().c_str());
     correctness(team);
     collectives(team);
     transfers(team);

@@ -34,7 +34,7 @@ Options small_options(int blocks, int lanes, std::vector<int> order = {}, std::u
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 64;
   options.fifo_depth = 2;
-  options.ring_order = std::move(order);
+  if (!order.empty()) options.ring_orders = {std::move(order)};
   options.delay_seed = seed;
   return options;
 }

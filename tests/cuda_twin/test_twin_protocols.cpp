@@ -243,7 +243,7 @@ TEST_CASE("bad arguments are refused with the call, the rank and the value") {
   refused([] { Options o; o.fifo_depth = 3; Team(2, o); }, "a power-of-two number of slots, at least 2, of 16 bytes or more, got 3 of");
   refused([] { Options o; o.staging_bytes = 256; Team(8, o); }, "staging_bytes 256 is too small for 8 ranks");
   refused([] { Options o; o.ll_bytes = 64; Team(8, o); }, "ll_bytes 64 is too small");
-  refused([] { Options o; o.ring_order = {0, 0, 1}; Team(3, o); }, "ring_order must be a permutation of 0..2");
+  refused([] { Options o; o.ring_orders = {{0, 0, 1}}; Team(3, o); }, "ring_orders[0] must be a permutation of 0..2: entry 1 is 0 (repeated)");
   Team team(2);
   std::vector<float> a(4), b(4);
   refused([&] { team.all_reduce<float>({a.data()}, {b.data()}, 4, ReduceOp::sum, KernelAlgorithm::ring); },

@@ -37,7 +37,7 @@ Options small_options(int blocks, int lanes, std::uint32_t seed = 0, std::vector
   options.fifo_slot_bytes = 64;
   options.fifo_depth = 2;
   options.delay_seed = seed;
-  options.ring_order = std::move(order);
+  if (!order.empty()) options.ring_orders = {std::move(order)};
   return options;
 }
 
@@ -65,25 +65,6 @@ std::vector<T> tree_reference(const std::vector<std::vector<T>>& in, ReduceOp op
     const int tree = i < second_half ? 0 : 1;
     const T value = tree_fold(tree, algo::tree_root(tree, n), n, op, in, i);
     out[i] = op == ReduceOp::avg ? chorus::divide_by(value, n) : value;
-  }
-  return out;
-}
-
-// Chain reduce: from the root's next rank along the ring, each folding its input in after the partial, the
-// root last.
-template <class T>
-std::vector<T> chain_reference(const std::vector<std::vector<T>>& in, ReduceOp op, int root, const std::vector<int>& order) {
-  const int n = static_cast<int>(in.size());
-  if (n == 1) return in[0];
-  const int start = static_cast<int>(std::find(order.begin(), order.end(), root) - order.begin());
-  const auto at = [&](int distance) { return in[static_cast<std::size_t>(order[static_cast<std::size_t>((start + distance) % n)])]; };
-  std::vector<T> out = at(1);
-  for (int d = 2; d <= n; ++d) {
-    const std::vector<T>& next = at(d);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = chorus::combine(op, out[i], next[i]);
-  }
-  if (op == ReduceOp::avg) {
-    for (T& v : out) v = chorus::divide_by(v, n);
   }
   return out;
 }

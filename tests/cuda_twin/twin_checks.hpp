@@ -6,6 +6,7 @@
 
 #include "../host/harness.hpp"
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -42,6 +43,25 @@ std::vector<T> order_sensitive(int rank, std::size_t count, std::uint32_t seed) 
   std::vector<T> values(count);
   for (T& v : values) v = T(std::ldexp(mantissa(random), exponent(random)));
   return values;
+}
+
+// Chain reduce: from the root's next rank along the ring, each folding its input in after the partial, the
+// root last.
+template <class T>
+std::vector<T> chain_reference(const std::vector<std::vector<T>>& in, ReduceOp op, int root, const std::vector<int>& order) {
+  const int n = static_cast<int>(in.size());
+  if (n == 1) return in[0];
+  const int start = static_cast<int>(std::find(order.begin(), order.end(), root) - order.begin());
+  const auto at = [&](int distance) { return in[static_cast<std::size_t>(order[static_cast<std::size_t>((start + distance) % n)])]; };
+  std::vector<T> out = at(1);
+  for (int d = 2; d <= n; ++d) {
+    const std::vector<T>& next = at(d);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = chorus::combine(op, out[i], next[i]);
+  }
+  if (op == ReduceOp::avg) {
+    for (T& v : out) v = chorus::divide_by(v, n);
+  }
+  return out;
 }
 
 struct Outputs {

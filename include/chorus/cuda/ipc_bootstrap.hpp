@@ -25,6 +25,7 @@
 #include "../core/communicator.hpp"
 #include "../core/error.hpp"
 #include "ipc_record.hpp"
+#include "ring_orders.hpp"
 
 namespace chorus::cuda {
 
@@ -148,11 +149,9 @@ class IpcPeerMemory {
       view_.scratch[r] = static_cast<unsigned char*>(open(record.scratch, r, call));
       view_.signals[r] = static_cast<kernel::Signals*>(open(record.signals, r, call));
     }
-    // Ring order 0..n-1, as cuda::Team builds it.
-    view_.ring_position = rank;
-    view_.ring_next = (rank + 1) % n;
-    view_.ring_prev = (rank + n - 1) % n;
-    for (int p = 0; p < n; ++p) view_.ring_order[p] = p;
+    // One ring, 0..n-1, the same on every rank without exchanging anything (a rank's GPU is its own
+    // process's; no rank sees the others' topology here).
+    fill_rings(view_, identity_ring_orders(n));
     view_.state = local.state;
     view_.timeout = local.timeout;
     view_.timeout_ns = local.timeout_ns;

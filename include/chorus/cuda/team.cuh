@@ -18,17 +18,21 @@
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/nvtx_range.hpp"
+#include "../topo/detect.hpp"
 #include "collective_check.hpp"
 #include "collective_kernel.cuh"
 #include "kernel_choice.hpp"
 #include "launch.cuh"
+#include "ring_orders.hpp"
 #include "runtime_check.hpp"
+#include "topology_rings.hpp"
 #include "transfer_kernel.cuh"
 #include "transfer_plan.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,6 +52,10 @@ struct TeamOptions {
   std::size_t fifo_slot_bytes = 128u << 10;  // Simple FIFO slot
   int fifo_depth = 4;                        // Simple FIFO slots per block
   std::uint32_t delay_seed = 0;              // nonzero: seeded per-rank delays before waits (testing)
+  // Channel rings (ring_orders.hpp): block b runs on ring_orders[b % size], each position -> rank. Empty:
+  // on GPUs of their own, the rings topo::search_rings finds for these devices (topology_rings.hpp), the
+  // identity ring if that fails (ring_source() says why); virtual ranks: the identity ring (one GPU).
+  RingOrders ring_orders;
 };
 
 // Restores the caller's current device when a Team call returns (the Team switches devices as it goes).
@@ -83,6 +91,9 @@ class Team {
   int blocks_per_rank() const { return blocks_; }
   bool is_virtual() const { return virtual_; }
   const TeamOptions& options() const { return options_; }
+  // The channel rings the ring and chain kernels run on (block b on ring b % size), and where they came from.
+  const RingOrders& ring_orders() const { return rings_.orders; }
+  const std::string& ring_source() const { return rings_.source; }
 
   // Rank `rank`'s communicator on this team (use .on(stream)), and calls for several ranks from one
   // thread (team_comm.cuh). The team must stay in place while views are in use.
@@ -262,6 +273,7 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": threads must be 32..1024 and blocks 1..",
                                                                kernel::kMaxBlocks, ", got ", options_.threads, " and ", options_.blocks));
     }
+    if (!options_.ring_orders.empty()) check_ring_orders(call, options_.ring_orders, n);
     const CurrentDeviceGuard keep_device;
     try {
       setup(call);
@@ -322,8 +334,28 @@ class Team {
     }
   }
 
+  // The caller's rings; else one identity ring for virtual ranks (one GPU: every link the same); else the
+  // topology's rings for these devices, matched by bus id, or the identity ring with the reason.
+  RingChoice choose_rings(const char* call) const {
+    const int n = size();
+    if (!options_.ring_orders.empty()) return {options_.ring_orders, "given (TeamOptions::ring_orders)"};
+    if (virtual_ || n == 1) return {identity_ring_orders(n), "identity ring: one GPU"};
+    std::vector<std::string> busids;
+    for (int r = 0; r < n; ++r) {
+      char busid[32] = {};
+      check_cuda(cudaDeviceGetPCIBusId(busid, sizeof busid, devices_[static_cast<std::size_t>(r)]), call, r, "cudaDeviceGetPCIBusId");
+      busids.emplace_back(busid);
+    }
+    try {
+      return ring_orders_for(topo::detect(), busids);
+    } catch (const std::exception& e) {
+      return {identity_ring_orders(n), detail::concat("identity ring: topology detection failed: ", e.what())};
+    }
+  }
+
   void setup(const char* call) {
     const int n = size();
+    rings_ = choose_rings(call);
     for (int r = 0; r < n; ++r) {
       int cooperative = 0;
       check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, devices_[static_cast<std::size_t>(r)]), call, r,
@@ -386,10 +418,7 @@ class Team {
         view.scratch[k] = scratch_[static_cast<std::size_t>(k)];
         view.signals[k] = signals_[static_cast<std::size_t>(k)];
       }
-      view.ring_position = r;
-      view.ring_next = (r + 1) % n;
-      view.ring_prev = (r + n - 1) % n;
-      for (int p = 0; p < n; ++p) view.ring_order[p] = p;
+      fill_rings(view, rings_.orders);
       view.state = states_[static_cast<std::size_t>(r)];
       kernel::TimeoutRecord* mapped = nullptr;
       check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), timeouts_ + r, 0), call, r, "cudaHostGetDevicePointer");
@@ -456,6 +485,7 @@ class Team {
   void swap(Team& other) noexcept {
     std::swap(devices_, other.devices_);
     std::swap(options_, other.options_);
+    std::swap(rings_, other.rings_);
     std::swap(virtual_, other.virtual_);
     std::swap(blocks_, other.blocks_);
     std::swap(layout_, other.layout_);
@@ -477,6 +507,7 @@ class Team {
 
   std::vector<int> devices_;
   TeamOptions options_{};
+  RingChoice rings_;
   bool virtual_ = false;
   int blocks_ = 0;
   kernel::ScratchLayout layout_{};

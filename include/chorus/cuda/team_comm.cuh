@@ -86,15 +86,18 @@ class CudaTeamAdapter {
     team_->all_reduce_with(inputs, flags_, 1, ReduceOp::sum, kernel_for(Algorithm::automatic, sizeof(int), size()), streams_of(calls));
   }
 
-  // The members' devices as a new team (virtual ranks on the same GPU stay virtual), same options.
+  // The members' devices as a new team (virtual ranks on the same GPU stay virtual), same options but the
+  // rings: the parent's name its ranks, so the new team derives its own.
   std::shared_ptr<CudaTeamAdapter> split(const std::vector<int>& members) const {
+    TeamOptions options = team_->options();
+    options.ring_orders.clear();
     if (team_->is_virtual()) {
       return std::make_shared<CudaTeamAdapter>(
-          std::make_unique<Team>(Team::virtual_ranks(team_->device(0), static_cast<int>(members.size()), team_->options())));
+          std::make_unique<Team>(Team::virtual_ranks(team_->device(0), static_cast<int>(members.size()), options)));
     }
     std::vector<int> devices;
     for (int r : members) devices.push_back(team_->device(r));
-    return std::make_shared<CudaTeamAdapter>(std::make_unique<Team>(devices, team_->options()));
+    return std::make_shared<CudaTeamAdapter>(std::make_unique<Team>(devices, options));
   }
 
   // Matched send/recv pairs as one Team::transfer of bytes, on the ranks' streams. A rank in no pair

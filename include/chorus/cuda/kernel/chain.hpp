@@ -7,7 +7,8 @@
 // nothing, so its sender's and receiver's counters stay equal, as on every other link, and a ring call after
 // a chain call continues the same FIFOs.
 //
-// Block b of every rank takes share b of the buffer (ring_block_piece: the same pieces on every rank).
+// Block b of every rank takes share b of the buffer (ring_block_piece: the same pieces on every rank) and
+// chains it along its own ring (view.ring(b)); chain reduce folds share b in that ring's order.
 #pragma once
 
 #include "../../core/config.hpp"
@@ -17,13 +18,13 @@
 
 namespace chorus::cuda::kernel {
 
-// How far this rank is from `root` along the ring (0 at the root, n-1 at the rank before it).
-CHORUS_HOST_DEVICE inline int chain_distance(const RankView& view, int root) {
+// How far this rank is from `root` along `ring` (0 at the root, n-1 at the rank before it).
+CHORUS_HOST_DEVICE inline int chain_distance(const RingView& ring, int n, int root) {
   int root_position = 0;
-  for (int p = 0; p < view.nranks; ++p) {
-    if (view.ring_order[p] == root) root_position = p;
+  for (int p = 0; p < n; ++p) {
+    if (ring.order[p] == root) root_position = p;
   }
-  return algo::mod(view.ring_position - root_position, view.nranks);
+  return algo::mod(ring.position - root_position, n);
 }
 
 // The root sends its input (and copies it to its output unless in place); every other rank receives into
@@ -39,7 +40,7 @@ CHORUS_HOST_DEVICE inline bool chain_broadcast(const Block& block, const RankVie
   }
   BlockCounters& counters = view.state->block[b];
   Fifo<T> fifo{view, b, counters, counters.fifo_sent, counters.fifo_received};
-  const int distance = chain_distance(view, call.root);
+  const int distance = chain_distance(fifo.ring(), n, call.root);
   const bool root = distance == 0;
   const bool forward = distance < n - 1;
   const std::size_t pieces = ring_block_pieces(call.count, view.blocks, b, view.layout.fifo_slot_bytes / sizeof(T));
@@ -61,8 +62,9 @@ CHORUS_HOST_DEVICE inline bool chain_broadcast(const Block& block, const RankVie
 // after it (received first, as ring_reduce_scatter and the host's recv_reduce) and passes it on; the root
 // folds last into its output (dividing for avg). So the result is
 //   ((x[d=1] (+) x[d=2]) (+) ... (+) x[d=n-1]) (+) x[root]        (d: distance from the root along the ring)
-// the same on every call and every block. The host's chain_reduce schedule runs the other way round the
-// ring (x[d=n-1] first), so floats may differ from it in the last bits; integers and the order-free ops agree.
+// for each block's share, d along that block's ring, the same on every call. The host's chain_reduce
+// schedule runs the other way round the ring (x[d=n-1] first), so floats may differ from it in the last
+// bits; integers and the order-free ops agree.
 CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
 CHORUS_HOST_DEVICE inline bool chain_reduce(const Block& block, const RankView& view, const CollectiveCall<T>& call) {
@@ -74,7 +76,7 @@ CHORUS_HOST_DEVICE inline bool chain_reduce(const Block& block, const RankView& 
   }
   BlockCounters& counters = view.state->block[b];
   Fifo<T> fifo{view, b, counters, counters.fifo_sent, counters.fifo_received};
-  const int distance = chain_distance(view, call.root);
+  const int distance = chain_distance(fifo.ring(), n, call.root);
   const bool root = distance == 0;
   const bool first = distance == 1;
   const std::size_t pieces = ring_block_pieces(call.count, view.blocks, b, view.layout.fifo_slot_bytes / sizeof(T));

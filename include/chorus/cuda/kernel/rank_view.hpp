@@ -13,6 +13,10 @@ namespace chorus::cuda::kernel {
 
 inline constexpr int kMaxRanks = 8;
 inline constexpr int kMaxBlocks = 32;  // per rank: channels of the ring, slices of the others
+// Distinct ring orders the ring and chain kernels' channels run on (block b on ring b % rings). NCCL's
+// channels on one machine repeat a few rings (NVSwitch: one ring many times; a hybrid cube-mesh: a ring and
+// its reverse), so a handful of distinct rings covers them and keeps the view small.
+inline constexpr int kMaxRings = 8;
 // Tree FIFOs: per block, per tree of the double binary tree, one link per neighbour: child 0, child 1, parent.
 inline constexpr int kTrees = 2;
 inline constexpr int kTreeLinks = 3;
@@ -154,6 +158,33 @@ CHORUS_HOST_DEVICE constexpr ScratchLayout with_p2p_region(ScratchLayout layout,
   return layout;
 }
 
+// One ring as one rank sees it. int8 entries (ranks and positions are below kMaxRanks): the table of
+// kMaxRings rings then adds 88 bytes to the view.
+struct RingView {
+  std::int8_t next;              // the rank this one sends to on this ring (Simple FIFO)
+  std::int8_t prev;              // the rank it receives from
+  std::int8_t position;          // its position on the ring (chunk numbering of algo::ring_*)
+  std::int8_t order[kMaxRanks];  // position -> rank (ring all_gather / reduce_scatter place blocks by rank)
+};
+static_assert(kMaxRanks <= 127, "RingView stores ranks as int8");
+
+// `rank`'s place on the ring `order` (position -> rank, a permutation of 0..n-1; the host checks that).
+CHORUS_HOST_DEVICE constexpr RingView make_ring_view(const int* order, int n, int rank) {
+  RingView ring{};
+  for (int p = 0; p < n; ++p) {
+    ring.order[p] = static_cast<std::int8_t>(order[p]);
+    if (order[p] != rank) continue;
+    ring.position = static_cast<std::int8_t>(p);
+    ring.next = static_cast<std::int8_t>(order[(p + 1) % n]);
+    ring.prev = static_cast<std::int8_t>(order[(p + n - 1) % n]);
+  }
+  return ring;
+}
+
+// The ring block `block` runs on: the rings take turns when there are more blocks than rings. Every rank
+// maps a block to the same ring, so block b's FIFOs on all ranks form that one ring.
+CHORUS_HOST_DEVICE constexpr int ring_of_block(int block, int rings) { return rings < 2 ? 0 : block % rings; }
+
 struct RankView {
   int rank;
   int nranks;
@@ -161,14 +192,15 @@ struct RankView {
   ScratchLayout layout;
   unsigned char* scratch[kMaxRanks];  // every rank's scratch base; scratch[rank] is this rank's own
   Signals* signals[kMaxRanks];        // every rank's signals; signals[rank] is this rank's own
-  int ring_next;                      // the rank this one sends to in the ring (Simple)
-  int ring_prev;                      // the rank it receives from
-  int ring_position;                  // its position on the ring (chunk numbering of algo::ring_*)
-  int ring_order[kMaxRanks];          // position -> rank (ring all_gather / reduce_scatter place blocks by rank)
+  int rings;                          // ring orders in ring_table, 1..kMaxRings
+  RingView ring_table[kMaxRings];     // this rank's place on each ring; kernels reach it through ring(block)
   RankState* state;                   // this rank's counters
   TimeoutRecord* timeout;             // host-visible record of the first timeout
   std::uint64_t timeout_ns;           // bound on every wait (CHORUS_TIMEOUT_MS)
   std::uint32_t delay_seed;           // nonzero: seeded per-rank delays before waits (testing)
+
+  // The ring block `block` (a channel) sends and receives on: the one place a kernel picks it.
+  CHORUS_HOST_DEVICE const RingView& ring(int block) const { return ring_table[ring_of_block(block, rings)]; }
 };
 
 }  // namespace chorus::cuda::kernel

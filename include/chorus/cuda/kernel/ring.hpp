@@ -6,8 +6,11 @@
 // graph replays continue them.
 //
 // Chunks, their order round the ring and the reduce/gather steps are algo::ring_all_reduce's (the same
-// chunk_range, the same ring_reduce_*/ring_gather_* arithmetic), and block b takes share b of every chunk,
-// so each element is folded in the same order as on the host backend: the same bits.
+// chunk_range, the same ring_reduce_*/ring_gather_* arithmetic). Block b takes share b of every chunk and
+// runs on its own ring (view.ring(b): block b of every rank on the same one), so a block's ring is
+// self-contained: share b is folded in that ring's order, the bits of the host's ring all_reduce over
+// that order (with one ring for all blocks, the host's for the whole buffer). Every rank still holds
+// identical bits: the all-gather half copies each chunk's one reduced result from its owner.
 #pragma once
 
 #include "../../algo/ring.hpp"
@@ -27,12 +30,13 @@ struct Fifo {
   std::uint32_t sent;
   std::uint32_t received;
 
+  CHORUS_HOST_DEVICE const RingView& ring() const { return view.ring(block); }
   CHORUS_HOST_DEVICE unsigned char* region(int rank) const {
     return view.scratch[rank] + view.layout.fifo_offset() +
            static_cast<std::size_t>(block) * view.layout.fifo_slot_bytes * static_cast<std::size_t>(view.layout.fifo_depth);
   }
   CHORUS_HOST_DEVICE T* outgoing_slot() const {  // the slot `sent` in the next rank's FIFO
-    return reinterpret_cast<T*>(region(view.ring_next) +
+    return reinterpret_cast<T*>(region(ring().next) +
                                 static_cast<std::size_t>(fifo_slot(sent, view.layout.fifo_depth)) * view.layout.fifo_slot_bytes);
   }
   CHORUS_HOST_DEVICE const T* incoming_slot() const {  // the slot `received` in this rank's FIFO
@@ -51,7 +55,7 @@ CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo
   if (block.lane() == 0) {
     const Signals* own = fifo.view.signals[fifo.view.rank];
     if (incoming) {
-      ok = wait_until_reached(block, fifo.view, &own->fifo_head[fifo.block], fifo.received + 1, fifo.view.ring_prev, step,
+      ok = wait_until_reached(block, fifo.view, &own->fifo_head[fifo.block], fifo.received + 1, fifo.ring().prev, step,
                               WaitKind::fifo_filled);
     }
     // Slot `sent` is free once `sent - depth` has been consumed. No special case for the first `depth`
@@ -59,7 +63,7 @@ CHORUS_HOST_DEVICE inline bool fifo_wait(const Block& block, const Fifo<T>& fifo
     // would wrongly skip the wait each time the counter wraps (ThreadSanitizer caught that on the twin).
     if (ok && outgoing) {
       ok = wait_until_reached(block, fifo.view, &own->fifo_tail[fifo.block],
-                              fifo.sent + 1 - static_cast<std::uint32_t>(fifo.view.layout.fifo_depth), fifo.view.ring_next,
+                              fifo.sent + 1 - static_cast<std::uint32_t>(fifo.view.layout.fifo_depth), fifo.ring().next,
                               step, WaitKind::fifo_free);
     }
   }
@@ -74,9 +78,9 @@ CHORUS_HOST_DEVICE inline void fifo_post(const Block& block, Fifo<T>& fifo, bool
   if (block.lane() == 0) {
     if (outgoing) {
       block.fence_system();
-      block.store_release(&fifo.view.signals[fifo.view.ring_next]->fifo_head[fifo.block], fifo.sent + 1);
+      block.store_release(&fifo.view.signals[fifo.ring().next]->fifo_head[fifo.block], fifo.sent + 1);
     }
-    if (incoming) block.store_release(&fifo.view.signals[fifo.view.ring_prev]->fifo_tail[fifo.block], fifo.received + 1);
+    if (incoming) block.store_release(&fifo.view.signals[fifo.ring().prev]->fifo_tail[fifo.block], fifo.received + 1);
   }
   if (outgoing) ++fifo.sent;
   if (incoming) ++fifo.received;
@@ -97,7 +101,7 @@ CHORUS_HOST_DEVICE inline bool ring_all_reduce(const Block& block, const RankVie
   Fifo<T> fifo{view, b, counters, counters.fifo_sent, counters.fifo_received};
   const std::size_t slot_elements = view.layout.fifo_slot_bytes / sizeof(T);
   const std::size_t pieces = ring_pieces(call.count, n, view.blocks, b, slot_elements);
-  const int p = view.ring_position;
+  const int p = fifo.ring().position;
   std::uint32_t step = 0;
   for (std::size_t s = 0; s < pieces; ++s) {
     const auto piece = [&](int chunk) { return ring_piece(call.count, n, view.blocks, b, chunk, pieces, s); };

@@ -1,7 +1,8 @@
 // Ring all_gather and reduce_scatter over the Simple protocol: the gather and the reduce halves of the
 // ring all_reduce (ring.hpp: the same FIFO, waits and counters, so calls of all three may follow each
 // other on one team), moving whole per-rank blocks as algo::ring_all_gather and algo::ring_reduce_scatter
-// do. Block b of every rank takes share b of every rank's block, cut into the same pieces.
+// do. Block b of every rank takes share b of every rank's block, cut into the same pieces, and moves it
+// round its own ring (view.ring(b)); reduce_scatter folds share b in that ring's order.
 #pragma once
 
 #include "../../core/config.hpp"
@@ -52,7 +53,7 @@ CHORUS_HOST_DEVICE inline bool ring_all_gather(const Block& block, const RankVie
     reduce_copy(block, own, r.count);  // in place, the second destination is the input itself
     fifo_post(block, fifo, false, true);
     for (int k = 0; k < n - 1; ++k, ++step) {
-      const int from = view.ring_order[ring_gather_block_position(view.ring_position, k, n)];
+      const int from = fifo.ring().order[ring_gather_block_position(fifo.ring().position, k, n)];
       const bool forward = k < n - 2;
       if (!fifo_wait(block, fifo, true, forward, step)) return false;
       ReduceCopyArgs<T> copy{{fifo.incoming_slot()}, 1, {block_of(from) + r.offset}, 1, call.op, 0};
@@ -82,19 +83,19 @@ CHORUS_HOST_DEVICE inline bool ring_reduce_scatter(const Block& block, const Ran
   Fifo<T> fifo{view, b, counters, counters.fifo_sent, counters.fifo_received};
   const std::size_t pieces = ring_block_pieces(call.count, view.blocks, b, view.layout.fifo_slot_bytes / sizeof(T));
   const auto input_of = [&](int position) {
-    return call.input + static_cast<std::size_t>(view.ring_order[position]) * call.count;
+    return call.input + static_cast<std::size_t>(fifo.ring().order[position]) * call.count;
   };
   std::uint32_t step = 0;
   for (std::size_t s = 0; s < pieces; ++s) {
     const Range r = ring_block_piece(call.count, view.blocks, b, pieces, s);
     if (!fifo_wait(block, fifo, false, true, step++)) return false;
-    const T* first = input_of(ring_scatter_send_position(view.ring_position, n)) + r.offset;
+    const T* first = input_of(ring_scatter_send_position(fifo.ring().position, n)) + r.offset;
     reduce_copy(block, ReduceCopyArgs<T>{{first}, 1, {fifo.outgoing_slot()}, 1, call.op, 0}, r.count);
     fifo_post(block, fifo, false, true);
     for (int k = 0; k < n - 1; ++k, ++step) {
       const bool last = k == n - 2;
       if (!fifo_wait(block, fifo, true, !last, step)) return false;
-      const T* own = input_of(ring_scatter_recv_position(view.ring_position, k, n)) + r.offset;
+      const T* own = input_of(ring_scatter_recv_position(fifo.ring().position, k, n)) + r.offset;
       ReduceCopyArgs<T> fold{{fifo.incoming_slot(), own}, 2, {last ? call.output + r.offset : fifo.outgoing_slot()}, 1, call.op,
                              last && call.op == ReduceOp::avg ? n : 0};
       reduce_copy(block, fold, r.count);

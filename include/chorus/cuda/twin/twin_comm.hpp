@@ -71,7 +71,7 @@ class TeamAdapter {
 
   std::shared_ptr<TeamAdapter> split(const std::vector<int>& members) const {
     Options options = team_->options();
-    options.ring_order.clear();  // the new team's ring is 0..k-1
+    options.ring_orders.clear();  // the new team's ring is 0..k-1
     return std::make_shared<TeamAdapter>(std::make_unique<Team>(static_cast<int>(members.size()), options));
   }
 

@@ -16,7 +16,6 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -28,6 +27,7 @@
 #include "../kernel_choice.hpp"
 #include "../kernel/collective.hpp"
 #include "../kernel/p2p.hpp"
+#include "../ring_orders.hpp"
 #include "../transfer_plan.hpp"
 #include "../timeout_error.hpp"
 #include "block_threads.hpp"
@@ -51,7 +51,9 @@ struct Options {
   KernelCrossovers crossovers{};           // where Algorithm::automatic switches kernels (per-rank views)
   std::size_t fifo_slot_bytes = 4 * 1024;  // Simple FIFO slot (ring and chain; the tree's per-link FIFOs too)
   int fifo_depth = 4;                      // Simple FIFO slots per block (and per tree link)
-  std::vector<int> ring_order;             // ring position -> rank; empty: 0, 1, ..., n-1
+  // Channel rings (ring_orders.hpp): block b runs on ring_orders[b % size] (position -> rank each);
+  // empty: the one ring 0, 1, ..., n-1 (virtual ranks on one machine: every link is the same).
+  RingOrders ring_orders;
   std::uint32_t delay_seed = 0;            // nonzero: seeded random delays before waits
 };
 
@@ -65,10 +67,7 @@ class Team {
     for (int r = 0; r < ranks_; ++r) {
       memory_.push_back(std::make_unique<RankMemory>(layout_.total_bytes()));
     }
-    if (options_.ring_order.empty()) {
-      options_.ring_order.resize(static_cast<std::size_t>(ranks_));
-      std::iota(options_.ring_order.begin(), options_.ring_order.end(), 0);
-    }
+    if (options_.ring_orders.empty()) options_.ring_orders = identity_ring_orders(ranks_);
   }
 
   int size() const { return ranks_; }
@@ -252,14 +251,7 @@ class Team {
       view.scratch[r] = memory_[static_cast<std::size_t>(r)]->scratch;
       view.signals[r] = &memory_[static_cast<std::size_t>(r)]->signals;
     }
-    const auto& order = options_.ring_order;
-    for (int p = 0; p < ranks_; ++p) {
-      if (order[static_cast<std::size_t>(p)] != rank) continue;
-      view.ring_position = p;
-      view.ring_next = order[static_cast<std::size_t>((p + 1) % ranks_)];
-      view.ring_prev = order[static_cast<std::size_t>((p + ranks_ - 1) % ranks_)];
-    }
-    for (int p = 0; p < ranks_; ++p) view.ring_order[p] = order[static_cast<std::size_t>(p)];
+    fill_rings(view, options_.ring_orders);
     view.state = &memory_[static_cast<std::size_t>(rank)]->state;
     view.timeout = &memory_[static_cast<std::size_t>(rank)]->timeout;
     view.timeout_ns = static_cast<std::uint64_t>(timeout.count()) * 1000000u;
@@ -295,15 +287,7 @@ class Team {
       throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ll_bytes ", options_.ll_bytes, " is too small for ",
                                                                ranks_, " ranks"));
     }
-    if (!options_.ring_order.empty()) {
-      std::vector<bool> seen(static_cast<std::size_t>(ranks_), false);
-      bool ok = options_.ring_order.size() == static_cast<std::size_t>(ranks_);
-      for (int r : options_.ring_order) {
-        ok = ok && r >= 0 && r < ranks_ && !seen[static_cast<std::size_t>(r)];
-        if (ok) seen[static_cast<std::size_t>(r)] = true;
-      }
-      if (!ok) throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": ring_order must be a permutation of 0..", ranks_ - 1));
-    }
+    if (!options_.ring_orders.empty()) check_ring_orders(call, options_.ring_orders, ranks_);
   }
 
   int ranks_;
