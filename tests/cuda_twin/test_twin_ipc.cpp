@@ -4,7 +4,9 @@
 // Every rank's result must equal, bit for bit, the host backend's run of the schedule the kernel implements
 // (made by the same rank thread on the same host communicator), for every all_reduce kernel and the other
 // collectives, over repeated calls. Then the refusals: every rank gets the chorus::Error, nobody hangs, and
-// every opened handle is closed again.
+// every opened handle is closed again. Then the rest of the communicator contract, which twin::IpcRank
+// shares with cuda::IpcComm (ipc_calls.hpp, ipc_p2p.hpp, ipc_split.hpp): barrier, send/recv alone and in
+// group(), split, a send whose recv never comes, a failure in the bootstrap's last step, null communicators.
 #include <catch2/catch.hpp>
 
 #include <iterator>
