@@ -1,7 +1,8 @@
 // cuda::IpcComm on a real GPU, within what one process can check: CUDA IPC handles cannot be opened by the
 // process that made them, so ranks on host threads of one process can only be one rank, or be refused. With
 // one rank (host::Team(1)): every collective through the view, typed and type-erased, must give the exact
-// single-rank result; two host-thread ranks on one GPU must both get the "one GPU per rank" Error (the
+// single-rank result; barrier, split (colour 0: a one-rank communicator that works; -1: a null one), and
+// the refusals (a send to itself, calls on a null or moved-from communicator); two host-thread ranks on one GPU must both get the "one GPU per rank" Error (the
 // record exchange, no IPC open). Several processes need MPI: examples/13_cuda_ipc.cu under mpirun.
 // Exits 77 (skipped) when no GPU is visible. NOT YET RUN ON A GPU: it compiles here, where there is none.
 #include <chorus/cuda.hpp>
@@ -10,6 +11,7 @@
 #include "gpu_checks.hpp"
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,35 @@ void one_rank() {
       refused = std::string(e.what()).find("null buffer") != std::string::npos;
     }
     expect(refused, "a null buffer is refused before launching");
+    const auto refusal = [&](const std::function<void()>& call) -> std::string {
+      try {
+        call();
+      } catch (const chorus::Error& e) {
+        return e.what();
+      }
+      return "";
+    };
+    comm.barrier();  // a one-int all_reduce, waited for
+    view.barrier();
+    expect(refusal([&] { view.send(send, count, 0); }).find("is this rank itself") != std::string::npos, "a send to itself is refused");
+    // split: colour 0 gives a one-rank communicator with its own memory (records exchanged through this
+    // one's kernels), colour -1 a null one.
+    auto same = comm.split(0, 0);
+    expect(same.size() == 1 && same.rank() == 0, "split(0, 0) of one rank is a one-rank communicator");
+    same.on(stream).all_reduce(send, recv, count, ReduceOp::sum, Algorithm::ring);
+    same.wait();
+    {
+      std::vector<float> got(count);
+      check(cudaMemcpy(got.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      expect(got == input, "all_reduce on the split communicator");
+    }
+    auto none = comm.split(-1, 0);
+    expect(none.size() == 0 && none.rank() == -1, "split(-1, 0) is a null communicator");
+    expect(refusal([&] { none.barrier(); }).find("null communicator") != std::string::npos, "a null communicator refuses calls");
+    auto moved = std::move(same);
+    expect(refusal([&] { same.wait(); }).find("null communicator (moved from") != std::string::npos,
+           "wait on a moved-from communicator is chorus::Error");
+    moved.barrier();
     check(cudaStreamDestroy(stream), "cudaStreamDestroy");
     check(cudaFree(send), "cudaFree");
     check(cudaFree(recv), "cudaFree");

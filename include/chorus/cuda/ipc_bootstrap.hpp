@@ -1,7 +1,9 @@
 // How the ranks of a multi-process CUDA communicator find each other's memory, over any host
-// communicator (host::Comm, mpi::Comm: anything with is_communicator_v). Plain C++17: what turns a peer's
-// handle into a pointer is a policy, so the same bootstrap runs on the GPU (cudaIpcOpenMemHandle,
-// cuda/ipc_comm.cuh) and on the CPU twin (cuda/twin/ipc_twin.hpp), where the tests prove it.
+// communicator (host::Comm, mpi::Comm: anything with is_communicator_v) or any other Channel (below; a
+// split exchanges its records through the parent IpcComm's own kernels, cuda/ipc_split.hpp). Plain C++17:
+// what turns a peer's handle into a pointer is a policy, so the same bootstrap runs on the GPU
+// (cudaIpcOpenMemHandle, cuda/ipc_comm.cuh) and on the CPU twin (cuda/twin/ipc_twin.hpp), where the tests
+// prove it.
 //
 //   int blocks = ipc_agree_blocks(host, hello_record, call);          // exchange 1: check, agree on blocks
 //   ... size the layout from `blocks`, allocate, export handles ...
@@ -9,16 +11,25 @@
 //   launch with peers.view();                                          // this rank's kernel::RankView
 //
 // A MemoryOpener is a small copyable policy:
-//   void* open(const IpcHandle& handle, int peer);  // a pointer this process can use; throws chorus::Error
-//   void close(void* pointer) noexcept;             // undoes one open
+//   void* open(const IpcHandle& handle, int peer);   // a pointer this process can use; throws chorus::Error
+//   void close(void* pointer) noexcept;              // undoes one open
+//   void publish(const kernel::RankView& view);      // hands the finished view to this rank's kernels (on a
+//                                                    // GPU: copies it to device memory); may throw
+// A Channel is what the exchanges run over (HostChannel wraps a host communicator):
+//   int rank() const;                                       // this rank's position in the records
+//   std::vector<IpcRecord> exchange(const IpcRecord& mine); // every rank's record, in rank order
+//   int first_failed(bool failed);                          // the lowest failed rank, or -1; all call it
+//   std::string rank_name(int rank) const;                  // how an error names that rank
 //
-// Nobody hangs: after its local checks (and after opening its peers' memory) every rank contributes a
-// status word to an all_reduce(min), so when one rank fails all of them throw, and every rank closes what
-// it opened before it does.
+// Nobody hangs: after its local checks (and after opening its peers' memory AND publishing the view, the
+// last steps that can fail) every rank contributes a status word, so when one rank fails all of them throw,
+// and every rank closes what it opened before it does. Nothing that can fail comes after that exchange.
 #pragma once
 
 #include <cstdint>
 #include <exception>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -60,16 +71,34 @@ int first_failed_rank(HostComm& host, bool failed) {
 }
 
 // After the status exchange: this rank's own error if it has one, else peer_failed naming the rank that did.
-template <class HostComm>
-void throw_if_any_failed(HostComm& host, const std::exception_ptr& own, const char* call, const char* what) {
-  const int failed = first_failed_rank(host, own != nullptr);
+template <class Channel>
+void throw_if_any_failed(Channel& channel, const std::exception_ptr& own, const char* call, const char* what) {
+  const int failed = channel.first_failed(own != nullptr);
   if (own) std::rethrow_exception(own);
-  if (failed < host.size()) {
-    throw make_error(ErrorCode::peer_failed, call, host.rank(), "rank ", failed, " failed ", what, " (its own error says why)");
+  if (failed >= 0) {
+    throw make_error(ErrorCode::peer_failed, call, channel.rank(), channel.rank_name(failed), " failed ", what,
+                     " (its own error says why)");
   }
 }
 
 }  // namespace ipc_detail
+
+// The bootstrap's Channel over a host communicator.
+template <class HostComm>
+class HostChannel {
+ public:
+  explicit HostChannel(HostComm& host) : host_(&host) {}
+  int rank() const { return host_->rank(); }
+  std::vector<IpcRecord> exchange(const IpcRecord& mine) { return ipc_detail::exchange_records(*host_, mine); }
+  int first_failed(bool failed) {
+    const int lowest = ipc_detail::first_failed_rank(*host_, failed);
+    return lowest < host_->size() ? lowest : -1;
+  }
+  std::string rank_name(int rank) const { return "rank " + std::to_string(rank); }
+
+ private:
+  HostComm* host_;
+};
 
 // Exchange 1. `hello`: an IpcStage::hello record with this rank's most resident blocks. Returns the blocks
 // every rank will use. Throws on every rank if any record is wrong.
@@ -82,32 +111,25 @@ int ipc_agree_blocks(HostComm& host, const IpcRecord& hello, const char* call) {
   } catch (...) {
     error = std::current_exception();
   }
-  ipc_detail::throw_if_any_failed(host, error, call, "the hello exchange");
+  HostChannel<HostComm> channel(host);
+  ipc_detail::throw_if_any_failed(channel, error, call, "the hello exchange");
   return agreed_blocks(records);
 }
 
 // Exchange 2 and what it opens: every peer's scratch and signals mapped into this process, closed again
-// when this object dies (or when the bootstrap fails part-way, on every rank).
+// when this object dies (or when the bootstrap fails part-way, on every rank). `link`: a host communicator
+// or a Channel.
 template <class Opener>
 class IpcPeerMemory {
  public:
-  template <class HostComm>
-  IpcPeerMemory(HostComm& host, const IpcRecord& mine, const IpcLocalMemory& local, Opener opener, const char* call)
+  template <class Link>
+  IpcPeerMemory(Link& link, const IpcRecord& mine, const IpcLocalMemory& local, Opener opener, const char* call)
       : opener_(std::move(opener)) {
-    const std::vector<IpcRecord> records = ipc_detail::exchange_records(host, mine);
-    std::exception_ptr error;
-    try {
-      validate_records(records, call);
-      open_peers(records, local, host.rank(), call);
-    } catch (...) {
-      error = std::current_exception();
-      close_all();
-    }
-    try {
-      ipc_detail::throw_if_any_failed(host, error, call, "to check or open the peers' memory");
-    } catch (...) {
-      close_all();
-      throw;
+    if constexpr (is_communicator_v<Link>) {
+      HostChannel<Link> channel(link);
+      bootstrap(channel, mine, local, call);
+    } else {
+      bootstrap(link, mine, local, call);
     }
   }
 
@@ -132,6 +154,26 @@ class IpcPeerMemory {
   const kernel::RankView& view() const { return view_; }
 
  private:
+  template <class Channel>
+  void bootstrap(Channel& channel, const IpcRecord& mine, const IpcLocalMemory& local, const char* call) {
+    const std::vector<IpcRecord> records = channel.exchange(mine);
+    std::exception_ptr error;
+    try {
+      validate_records(records, call);
+      open_peers(records, local, channel.rank(), call);
+      opener_.publish(view_);  // the last step that can fail: the status exchange comes after it
+    } catch (...) {
+      error = std::current_exception();
+      close_all();
+    }
+    try {
+      ipc_detail::throw_if_any_failed(channel, error, call, "to check, open or publish the peers' memory");
+    } catch (...) {
+      close_all();
+      throw;
+    }
+  }
+
   void open_peers(const std::vector<IpcRecord>& records, const IpcLocalMemory& local, int rank, const char* call) {
     const int n = static_cast<int>(records.size());
     view_ = kernel::RankView{};
