@@ -161,12 +161,10 @@ TEST_CASE("a rank that skips a collective: the others time out with a record") {
       in_ptr.push_back(in[static_cast<std::size_t>(r)].data());
       out_ptr.push_back(out[static_cast<std::size_t>(r)].data());
     }
-    const char* old = std::getenv("CHORUS_TIMEOUT_MS");
-    const std::string saved = old ? old : "";
-    ::setenv("CHORUS_TIMEOUT_MS", "300", 1);
     std::string message;
     ErrorCode code = ErrorCode::internal;
     try {
+      const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "300");
       if (pair.collective == Collective::broadcast) {
         team.broadcast<float>(in_ptr, out_ptr, 300, 0, pair.algorithm, {true, false, true});
       } else {
@@ -176,7 +174,6 @@ TEST_CASE("a rank that skips a collective: the others time out with a record") {
       message = e.what();
       code = e.code();
     }
-    if (old) ::setenv("CHORUS_TIMEOUT_MS", saved.c_str(), 1); else ::unsetenv("CHORUS_TIMEOUT_MS");
     INFO(message);
     CHECK(code == ErrorCode::timeout);
     CHECK(message.find(std::string("cuda::twin::Team::") + chorus::to_string(pair.collective)) != std::string::npos);

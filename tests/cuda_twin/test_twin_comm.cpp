@@ -9,6 +9,7 @@
 #include "support/data_parallel_checks.hpp"
 #include "support/generic_checks.hpp"
 #include "support/sanitizers.hpp"
+#include "support/scoped_env.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -74,24 +75,6 @@ std::vector<Outcome> on_every_rank(Team& team, const std::function<std::vector<s
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class ScopedTimeout {
- public:
-  explicit ScopedTimeout(const char* ms) {
-    const char* old = std::getenv("CHORUS_TIMEOUT_MS");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("CHORUS_TIMEOUT_MS", ms, 1);
-  }
-  ~ScopedTimeout() {
-    if (had_) setenv("CHORUS_TIMEOUT_MS", old_.c_str(), 1); else unsetenv("CHORUS_TIMEOUT_MS");
-  }
-  ScopedTimeout(const ScopedTimeout&) = delete;
-  ScopedTimeout& operator=(const ScopedTimeout&) = delete;
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
 
 std::vector<float> filled(std::size_t count, float value) { return std::vector<float>(count, value); }
 
@@ -141,7 +124,7 @@ TEST_CASE("one thread drives every rank inside group(): calls run in order at it
 }
 
 TEST_CASE("one thread calling rank after rank outside a group times out, saying to use group()") {
-  const ScopedTimeout timeout("200");
+  const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "200");
   Team team(2, small());
   std::vector<float> a = filled(4, 1.0f), b = filled(4, 2.0f);
   try {
@@ -210,7 +193,7 @@ TEST_CASE("ranks that disagree all get chorus::Error naming the rank and the val
 }
 
 TEST_CASE("a rank that never calls: the others time out, bounded, naming it") {
-  const ScopedTimeout timeout("300");
+  const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "300");
   Team team(3, small());
   std::vector<std::vector<float>> data(3, filled(8, 1.0f));
   const std::vector<Outcome> outcomes = on_every_rank(team, [&](RankComm& comm) {
@@ -229,7 +212,7 @@ TEST_CASE("a rank that never calls: the others time out, bounded, naming it") {
 }
 
 TEST_CASE("a rank whose part fails its own checks releases the others at once, and the ranks stay in step") {
-  const ScopedTimeout timeout("60000");  // the others must not wait for this bound
+  const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "60000");  // the others must not wait for this bound
   Team team(3, small());
   const auto start = std::chrono::steady_clock::now();
   const auto outcomes = on_every_rank(team, [](RankComm& comm) {
@@ -391,7 +374,7 @@ TEST_CASE("send/recv that disagree on the count fail both sides; an unmatched se
     CHECK(contains(o.what, "rank 0 sends 4 float32 to rank 1, which receives 3 float32 from rank 0"));
   }
   CHECK(into == filled(4, 0.0f));
-  const ScopedTimeout timeout("200");
+  const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "200");
   try {
     team.comm(1).send(data.data(), 4, 0);
     FAIL("an unmatched send returned");

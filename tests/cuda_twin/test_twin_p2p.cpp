@@ -119,20 +119,6 @@ void check_pattern(int n, const std::vector<std::pair<int, int>>& pairs, std::si
   }
 }
 
-// Runs `fn` with CHORUS_TIMEOUT_MS set, restoring it after.
-template <class Fn>
-void with_timeout_ms(const char* value, Fn&& fn) {
-  const char* old = std::getenv("CHORUS_TIMEOUT_MS");
-  const std::string saved = old ? old : "";
-  setenv("CHORUS_TIMEOUT_MS", value, 1);
-  try {
-    fn();
-  } catch (...) {
-    if (old) setenv("CHORUS_TIMEOUT_MS", saved.c_str(), 1); else unsetenv("CHORUS_TIMEOUT_MS");
-    throw;
-  }
-  if (old) setenv("CHORUS_TIMEOUT_MS", saved.c_str(), 1); else unsetenv("CHORUS_TIMEOUT_MS");
-}
 
 std::string error_of(const std::function<void()>& fn, ErrorCode& code) {
   try {

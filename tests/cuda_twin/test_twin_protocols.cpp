@@ -35,20 +35,6 @@ std::vector<int> order_of(int n) {
   return order;
 }
 
-// Runs `fn` with CHORUS_TIMEOUT_MS set, restoring it after.
-template <class Fn>
-void with_timeout_ms(const char* value, Fn&& fn) {
-  const char* old = std::getenv("CHORUS_TIMEOUT_MS");
-  const std::string saved = old ? old : "";
-  setenv("CHORUS_TIMEOUT_MS", value, 1);
-  try {
-    fn();
-  } catch (...) {
-    if (old) setenv("CHORUS_TIMEOUT_MS", saved.c_str(), 1); else unsetenv("CHORUS_TIMEOUT_MS");
-    throw;
-  }
-  if (old) setenv("CHORUS_TIMEOUT_MS", saved.c_str(), 1); else unsetenv("CHORUS_TIMEOUT_MS");
-}
 
 }  // namespace
 

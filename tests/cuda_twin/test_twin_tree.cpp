@@ -195,22 +195,6 @@ bool tree_counters_agree(const Team& team, int blocks) {
   return true;
 }
 
-template <class Fn>
-void with_timeout_ms(const char* value, Fn&& fn) {
-  const char* old = std::getenv("CHORUS_TIMEOUT_MS");
-  const std::string saved = old ? old : "";
-  setenv("CHORUS_TIMEOUT_MS", value, 1);
-  const auto restore = [&] {
-    if (old) setenv("CHORUS_TIMEOUT_MS", saved.c_str(), 1); else unsetenv("CHORUS_TIMEOUT_MS");
-  };
-  try {
-    fn();
-  } catch (...) {
-    restore();
-    throw;
-  }
-  restore();
-}
 
 const std::size_t kLarge = chorus::test::kSanitized ? 700 : 4099;  // many slots and pipeline rounds per block
 

@@ -123,4 +123,11 @@ Outputs run_both(chorus::cuda::twin::Team& team, const std::vector<int>& ring_or
   return result;
 }
 
+// Runs `fn` with CHORUS_TIMEOUT_MS at `ms`, restoring it after (a timeout case that ends in a fraction of a second).
+template <class Fn>
+void with_timeout_ms(const char* ms, Fn&& fn) {
+  const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", ms);
+  fn();
+}
+
 }  // namespace twin_checks

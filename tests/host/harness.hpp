@@ -6,6 +6,8 @@
 #include <chorus/host.hpp>
 #include <chorus/host/tuning.hpp>
 
+#include "../support/scoped_env.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -160,31 +162,7 @@ constexpr std::size_t slice_elements() {
   return chorus::host::detail::Tuning::kSliceBytes / sizeof(T);
 }
 
-// Sets an environment variable for one scope (tests that shorten CHORUS_TIMEOUT_MS).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using support::ScopedEnv;
 
 }  // namespace harness
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fake_library.hpp"
+#include "support/scoped_env.hpp"
 
 using chorus::Algorithm;
 using chorus::DataType;
@@ -49,11 +50,7 @@ std::vector<std::string> nccl_calls() {
   return out;
 }
 
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  const char* name_;
-};
+using support::ScopedEnv;
 
 using Names = std::vector<std::string>;
 }  // namespace

@@ -1,7 +1,7 @@
 // The communicator contract's call forms (core/communicator.hpp: typed and type-erased collectives,
-// send and recv) for the multi-process CUDA communicator and its CPU twin, written once: cuda::IpcComm,
-// IpcComm::View (cuda/ipc_comm.cuh) and twin::IpcRank (cuda/twin/ipc_twin.hpp) derive from IpcCalls and
-// supply two members, so the twin proves the same mapping the GPU runs. Plain C++17.
+// send and recv) for the multi-process CUDA communicator and its CPU twin: cuda::IpcComm, IpcComm::View
+// (cuda/ipc_comm.cuh) and twin::IpcRank (cuda/twin/ipc_twin.hpp) derive from IpcCalls and supply two
+// members, so the twin proves the same mapping the GPU runs. Plain C++17.
 //
 //   void run_collective(const runtime::CollectiveArgs& args);  // checks, then launches this rank's blocks
 //   void run_transfer(const IpcPeerCall& call);                 // checks, then sends or receives (or queues
@@ -18,6 +18,7 @@
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
+#include "../runtime/collective_front.hpp"
 #include "kernel_choice.hpp"
 
 namespace chorus::cuda {
@@ -30,17 +31,6 @@ struct IpcPeerCall {
   DataType type;
   int peer;
 };
-
-namespace ipc_calls_detail {
-// Keeps a parameter out of deduction, so a literal nullptr may stand for the buffer a rooted collective
-// ignores (broadcast's send, reduce's recv off the root) and T comes from the other.
-template <class T>
-struct same_type {
-  using type = T;
-};
-template <class T>
-using same_t = typename same_type<T>::type;
-}  // namespace ipc_calls_detail
 
 // The kernel a collective runs for `algorithm`, as cuda::Team's calls choose it; an Algorithm with no
 // kernel for the collective is chorus::Error naming the call and the rank.
@@ -63,71 +53,26 @@ inline void check_ipc_live(const char* call, bool live) {
   }
 }
 
+// The contract's forms come from runtime::CollectiveFront (every backend's); IpcCalls routes them to the two
+// members above, so the GPU communicator, its stream views and the twin share one mapping.
 template <class Self>
-class IpcCalls {
+class IpcCalls : public runtime::CollectiveFront<Self> {
  public:
-  template <class T>
-  void all_reduce(const T* send, T* recv, std::size_t count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::all_reduce, data_type_v<T>, send, recv, count, op, 0, algorithm});
-  }
-  template <class T>
-  void broadcast(const ipc_calls_detail::same_t<T>* send, T* recv, std::size_t count, int root, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::broadcast, data_type_v<T>, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  template <class T>
-  void reduce(const T* send, ipc_calls_detail::same_t<T>* recv, std::size_t count, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::reduce, data_type_v<T>, send, recv, count, op, root, algorithm});
-  }
-  template <class T>
-  void all_gather(const T* send, T* recv, std::size_t send_count, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::all_gather, data_type_v<T>, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void reduce_scatter(const T* send, T* recv, std::size_t recv_count, ReduceOp op, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::reduce_scatter, data_type_v<T>, send, recv, recv_count, op, 0, algorithm});
-  }
-  template <class T>
-  void all_to_all(const T* send, T* recv, std::size_t count_per_peer, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::all_to_all, data_type_v<T>, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
-  template <class T>
-  void send(const T* data, std::size_t count, int peer) {
-    self().run_transfer(IpcPeerCall{true, data, count, data_type_v<T>, peer});
-  }
-  template <class T>
-  void recv(T* data, std::size_t count, int peer) {
-    self().run_transfer(IpcPeerCall{false, data, count, data_type_v<T>, peer});
-  }
-
-  // Type-erased, as NCCL takes them.
-  void all_reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                  Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::all_reduce, type, send, recv, count, op, 0, algorithm});
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::broadcast, type, send, recv, count, ReduceOp::sum, root, algorithm});
-  }
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::reduce, type, send, recv, count, op, root, algorithm});
-  }
-  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::all_gather, type, send, recv, send_count, ReduceOp::sum, 0, algorithm});
-  }
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op,
-                      Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::reduce_scatter, type, send, recv, recv_count, op, 0, algorithm});
-  }
-  void all_to_all(const void* send, void* recv, std::size_t count_per_peer, DataType type, Algorithm algorithm = Algorithm::automatic) {
-    self().run_collective({Collective::all_to_all, type, send, recv, count_per_peer, ReduceOp::sum, 0, algorithm});
-  }
+  using runtime::CollectiveFront<Self>::send;
+  using runtime::CollectiveFront<Self>::recv;
   void send(const void* data, std::size_t count, DataType type, int peer) {
     self().run_transfer(IpcPeerCall{true, data, count, type, peer});
   }
   void recv(void* data, std::size_t count, DataType type, int peer) {
     self().run_transfer(IpcPeerCall{false, data, count, type, peer});
   }
+
+  // CollectiveFront's hooks: one path whatever the caller knew of the type (the kernel is chosen per type).
+  template <class T>
+  void typed_collective(const runtime::CollectiveArgs& args) {
+    self().run_collective(args);
+  }
+  void erased_collective(const runtime::CollectiveArgs& args) { self().run_collective(args); }
 
  private:
   Self& self() { return static_cast<Self&>(*this); }
