@@ -3,6 +3,7 @@
 // (cuda/ipc_comm.cuh) and twin::IpcRank (cuda/twin/ipc_twin.hpp) derive from IpcCalls and supply two
 // members, so the twin proves the same mapping the GPU runs. Plain C++17.
 //
+//   template <class T>
 //   void run_collective(const runtime::CollectiveArgs& args);  // checks, then launches this rank's blocks
 //   void run_transfer(const IpcPeerCall& call);                 // checks, then sends or receives (or queues
 //                                                               // it inside group())
@@ -67,12 +68,16 @@ class IpcCalls : public runtime::CollectiveFront<Self> {
     self().run_transfer(IpcPeerCall{false, data, count, type, peer});
   }
 
-  // CollectiveFront's hooks: one path whatever the caller knew of the type (the kernel is chosen per type).
+  // CollectiveFront's hooks. run_collective is a template on the element type, so a program compiles the
+  // kernels of the types it calls only; the type-erased forms dispatch over all ten (an invalid args.type
+  // reaches run_collective<float>, whose check refuses it naming the call and the rank).
   template <class T>
   void typed_collective(const runtime::CollectiveArgs& args) {
-    self().run_collective(args);
+    self().template run_collective<T>(args);
   }
-  void erased_collective(const runtime::CollectiveArgs& args) { self().run_collective(args); }
+  void erased_collective(const runtime::CollectiveArgs& args) {
+    visit_type(args.type, [&](auto zero) { self().template run_collective<decltype(zero)>(args); });
+  }
 
  private:
   Self& self() { return static_cast<Self&>(*this); }

@@ -146,7 +146,10 @@ class IpcComm : public IpcCalls<IpcComm> {
   View on(cudaStream_t stream);
 
   // The contract's forms (ipc_calls.hpp), on this communicator's stream.
-  void run_collective(const runtime::CollectiveArgs& args) { collective_on(args, stream_); }
+  template <class T>
+  void run_collective(const runtime::CollectiveArgs& args) {
+    collective_on<T>(args, stream_);
+  }
   void run_transfer(const IpcPeerCall& c) { transfer_on(c, stream_); }
   // A one-int all_reduce on the device, then wait(): returns once every rank's kernel has run it.
   void barrier() { barrier_on(stream_); }
@@ -411,6 +414,8 @@ class IpcComm : public IpcCalls<IpcComm> {
     }
   }
 
+  // A template on the element type (ipc_calls.hpp): only the called types' kernels are compiled.
+  template <class T>
   void collective_on(const runtime::CollectiveArgs& args, cudaStream_t stream) {
     const char* call = call_name(args.collective);
     ready(call, false);
@@ -418,11 +423,8 @@ class IpcComm : public IpcCalls<IpcComm> {
     runtime::check_op(call, rank(), args.op);
     const kernel::KernelAlgorithm algorithm =
         ipc_kernel_of(call, rank(), args.collective, args.algorithm, args.count * size_of(args.type), size());
-    visit_type(args.type, [&](auto zero) {
-      using T = decltype(zero);
-      launch<T>(args.collective, static_cast<const T*>(args.send), static_cast<T*>(args.recv), args.count, args.op, args.root, algorithm,
-                stream);
-    });
+    launch<T>(args.collective, static_cast<const T*>(args.send), static_cast<T*>(args.recv), args.count, args.op, args.root, algorithm,
+              stream);
   }
 
   void transfer_on(const IpcPeerCall& c, cudaStream_t stream) {
@@ -540,7 +542,10 @@ class IpcComm::View : public IpcCalls<IpcComm::View> {
   int size() const { return comm_->size(); }
   cudaStream_t stream() const { return stream_; }
 
-  void run_collective(const runtime::CollectiveArgs& args) { comm_->collective_on(args, stream_); }
+  template <class T>
+  void run_collective(const runtime::CollectiveArgs& args) {
+    comm_->collective_on<T>(args, stream_);
+  }
   void run_transfer(const IpcPeerCall& c) { comm_->transfer_on(c, stream_); }
   void barrier() { comm_->barrier_on(stream_); }
 

@@ -47,6 +47,9 @@ struct RankCall {
   runtime::CallDescriptor described;  // compared between ranks (split's colour and key ride along)
   Algorithm algorithm = Algorithm::automatic;
   kernel::KernelAlgorithm kernel = kernel::KernelAlgorithm::one_shot;  // what kernel_for chose for it
+  // Runs every rank's part of a collective (by rank) on the team's adapter. Set by the calling rank for the
+  // call's element type, so a program compiles the kernels of only the types it calls (team_comm.hpp).
+  void (*run)(void* adapter, const std::vector<RankCall>& calls) = nullptr;
   const void* send = nullptr;
   void* recv = nullptr;
   void* stream = nullptr;  // opaque: a cudaStream_t on the GPU, null on the twin

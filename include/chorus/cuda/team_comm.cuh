@@ -51,24 +51,24 @@ class CudaTeamAdapter {
   int size() const { return team_->size(); }
   const KernelCrossovers& crossovers() const { return team_->options().crossovers; }
 
+  // Every rank's part of one collective of element type T (BasicRankComm::run_calls: only the types a
+  // program calls are compiled).
+  template <class T>
   void collective(const std::vector<RankCall>& calls) {
     const runtime::CallDescriptor& d = calls.front().described;
     const kernel::KernelAlgorithm algorithm = calls.front().kernel;
     const std::vector<cudaStream_t> streams = streams_of(calls);
-    visit_type(d.type, [&](auto zero) {
-      using T = decltype(zero);
-      std::vector<const T*> inputs;
-      std::vector<T*> outputs;
-      for (const RankCall& call : calls) {
-        inputs.push_back(static_cast<const T*>(call.send));
-        outputs.push_back(static_cast<T*>(call.recv));
-      }
-      if (d.collective() == Collective::all_reduce) {
-        team_->all_reduce_with(inputs, outputs, d.count, d.op, algorithm, streams);
-      } else {
-        team_->collective_with(d.collective(), inputs, outputs, d.count, d.op, d.root, algorithm, streams);
-      }
-    });
+    std::vector<const T*> inputs;
+    std::vector<T*> outputs;
+    for (const RankCall& call : calls) {
+      inputs.push_back(static_cast<const T*>(call.send));
+      outputs.push_back(static_cast<T*>(call.recv));
+    }
+    if (d.collective() == Collective::all_reduce) {
+      team_->all_reduce_with(inputs, outputs, d.count, d.op, algorithm, streams);
+    } else {
+      team_->collective_with(d.collective(), inputs, outputs, d.count, d.op, d.root, algorithm, streams);
+    }
   }
 
   // A one-int all_reduce through the kernels on the ranks' streams (an int per rank, kept for the next).

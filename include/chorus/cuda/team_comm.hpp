@@ -79,7 +79,7 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
           const runtime::CallKind kind = calls.front().described.kind;
           if (kind == runtime::CallKind::split) return split_team(adapter, calls, results);
           if (kind == runtime::CallKind::barrier) return adapter->barrier(calls);
-          adapter->collective(calls);
+          calls.front().run(adapter.get(), calls);  // the parts agree on the type: the rendezvous compared them
         },
         [adapter](const std::vector<PeerTransfer>& transfers) { adapter->transfer(transfers); });
   }
@@ -167,12 +167,20 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
   }
 
   friend class runtime::CollectiveFront<BasicRankComm<Adapter>>;
+  // The typed forms hand in T's runner only; the type-erased ones pick it from args.type, which compiles
+  // every type's (an invalid type gets float's, and check_collective refuses the call before it runs).
   template <class T>
   void typed_collective(const runtime::CollectiveArgs& args) {
-    collective(args);
+    collective(args, &run_calls<T>);
   }
-  void erased_collective(const runtime::CollectiveArgs& args) { collective(args); }
-  void collective(const runtime::CollectiveArgs& args) {
+  void erased_collective(const runtime::CollectiveArgs& args) {
+    collective(args, visit_type(args.type, [](auto zero) { return &run_calls<decltype(zero)>; }));
+  }
+  template <class T>
+  static void run_calls(void* adapter, const std::vector<RankCall>& calls) {
+    static_cast<Adapter*>(adapter)->template collective<T>(calls);
+  }
+  void collective(const runtime::CollectiveArgs& args, void (*run)(void*, const std::vector<RankCall>&)) {
     const char* name = traits(args.collective).name;
     runtime::check_comm(name, rendezvous_ != nullptr);
     // A part that fails here is still handed in, marked: the other ranks' parts of this call then fail
@@ -199,6 +207,7 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
     part.send = checked.uses_send ? args.send : nullptr;
     part.recv = checked.uses_recv ? args.recv : nullptr;
     part.stream = opaque(stream_);
+    part.run = run;
     rendezvous_->call(rank_, part);
   }
 

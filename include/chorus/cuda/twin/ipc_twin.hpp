@@ -192,7 +192,9 @@ class IpcRank : public IpcCalls<IpcRank<Opener>> {
     });
   }
 
-  // The contract's collectives (ipc_calls.hpp): the Algorithm picks the kernel as cuda::IpcComm does.
+  // The contract's collectives (ipc_calls.hpp: T from the call, or from args.type for the type-erased forms):
+  // the Algorithm picks the kernel as cuda::IpcComm does.
+  template <class T>
   void run_collective(const runtime::CollectiveArgs& args) {
     const char* call = call_name(args.collective);
     ready(call, false);
@@ -200,11 +202,8 @@ class IpcRank : public IpcCalls<IpcRank<Opener>> {
     runtime::check_op(call, rank(), args.op);
     const kernel::KernelAlgorithm algorithm =
         ipc_kernel_of(call, rank(), args.collective, args.algorithm, args.count * size_of(args.type), size());
-    visit_type(args.type, [&](auto zero) {
-      using T = decltype(zero);
-      collective<T>(args.collective, static_cast<const T*>(args.send), static_cast<T*>(args.recv), args.count, args.op, args.root,
-                    algorithm);
-    });
+    collective<T>(args.collective, static_cast<const T*>(args.send), static_cast<T*>(args.recv), args.count, args.op, args.root,
+                  algorithm);
   }
 
   // send/recv (ipc_p2p.hpp): one p2p launch of this rank's blocks, or queued inside group().

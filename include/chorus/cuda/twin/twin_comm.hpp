@@ -35,26 +35,25 @@ class TeamAdapter {
   int size() const { return team_->size(); }
   const KernelCrossovers& crossovers() const { return team_->options().crossovers; }
 
+  // Every rank's part of one collective of element type T (BasicRankComm::run_calls).
+  template <class T>
   void collective(const std::vector<RankCall>& calls) {
     const runtime::CallDescriptor& d = calls.front().described;
     const kernel::KernelAlgorithm algorithm = calls.front().kernel;
-    visit_type(d.type, [&](auto zero) {
-      using T = decltype(zero);
-      std::vector<const T*> inputs;
-      std::vector<T*> outputs;
-      for (const RankCall& call : calls) {
-        inputs.push_back(static_cast<const T*>(call.send));
-        outputs.push_back(static_cast<T*>(call.recv));
-      }
-      switch (d.collective()) {
-        case Collective::all_reduce: return team_->all_reduce(inputs, outputs, d.count, d.op, algorithm);
-        case Collective::broadcast: return team_->broadcast(inputs, outputs, d.count, d.root, algorithm);
-        case Collective::reduce: return team_->reduce(inputs, outputs, d.count, d.op, d.root, algorithm);
-        case Collective::all_gather: return team_->all_gather(inputs, outputs, d.count, algorithm);
-        case Collective::reduce_scatter: return team_->reduce_scatter(inputs, outputs, d.count, d.op, algorithm);
-        case Collective::all_to_all: return team_->all_to_all(inputs, outputs, d.count, algorithm);
-      }
-    });
+    std::vector<const T*> inputs;
+    std::vector<T*> outputs;
+    for (const RankCall& call : calls) {
+      inputs.push_back(static_cast<const T*>(call.send));
+      outputs.push_back(static_cast<T*>(call.recv));
+    }
+    switch (d.collective()) {
+      case Collective::all_reduce: return team_->all_reduce(inputs, outputs, d.count, d.op, algorithm);
+      case Collective::broadcast: return team_->broadcast(inputs, outputs, d.count, d.root, algorithm);
+      case Collective::reduce: return team_->reduce(inputs, outputs, d.count, d.op, d.root, algorithm);
+      case Collective::all_gather: return team_->all_gather(inputs, outputs, d.count, algorithm);
+      case Collective::reduce_scatter: return team_->reduce_scatter(inputs, outputs, d.count, d.op, algorithm);
+      case Collective::all_to_all: return team_->all_to_all(inputs, outputs, d.count, algorithm);
+    }
   }
 
   // A one-int all_reduce through the kernels: it returns only once every rank's kernel has run.
