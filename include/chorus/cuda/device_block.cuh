@@ -29,9 +29,10 @@ __device__ inline std::uint64_t global_timer_ns() {
 
 class DeviceBlock {
  public:
-  // `block` is this block's index among its rank's blocks (virtual ranks share one grid).
-  __device__ DeviceBlock(int block, std::uint64_t timeout_ns)
-      : block_(block), deadline_(global_timer_ns() + timeout_ns) {}
+  // `block` is this block's index among its rank's blocks (virtual ranks share one grid); `aborted`: the
+  // rank's Signals::aborted word, which the host sets to release every waiting kernel.
+  __device__ DeviceBlock(int block, std::uint64_t timeout_ns, const std::uint32_t* aborted)
+      : block_(block), deadline_(global_timer_ns() + timeout_ns), aborted_(aborted) {}
 
   __device__ int lane() const { return static_cast<int>(threadIdx.x); }
   __device__ int lanes() const { return static_cast<int>(blockDim.x); }
@@ -63,7 +64,8 @@ class DeviceBlock {
   }
   __device__ void fence_system() const { __threadfence_system(); }
 
-  __device__ bool expired() const { return global_timer_ns() > deadline_; }
+  // Past the deadline, or aborted by the host: either way the wait gives up.
+  __device__ bool expired() const { return global_timer_ns() > deadline_ || load_acquire(aborted_) != 0; }
   __device__ void backoff() const { __nanosleep(64); }
 
   // Seeded skew before waits (testing): reproducible per rank, block, lane and step.
@@ -80,6 +82,7 @@ class DeviceBlock {
  private:
   int block_;
   std::uint64_t deadline_;
+  const std::uint32_t* aborted_;
 };
 
 }  // namespace chorus::cuda

@@ -59,7 +59,9 @@ inline void check_crossovers(const KernelCrossovers& c, const char* call) {
 }
 
 // Which kernel serves all_reduce: Algorithm::automatic takes LL for the smallest messages, then the
-// barrier one-shot, two-shot, and the ring, at `crossovers`.
+// barrier one-shot, two-shot, and the ring, at `crossovers`; the others name the kernel that runs their
+// schedule. An Algorithm core's table (chorus::supports) does not give all_reduce is invalid_argument, as
+// on every backend; one with no kernel (halving_doubling) is unsupported.
 inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes, int ranks,
                                           const KernelCrossovers& crossovers = {}) {
   switch (algorithm) {
@@ -73,30 +75,54 @@ inline kernel::KernelAlgorithm kernel_for(Algorithm algorithm, std::size_t bytes
       if (bytes <= crossovers.two_shot_max) return kernel::KernelAlgorithm::two_shot;
       return kernel::KernelAlgorithm::ring;
     default:
-      throw Error(ErrorCode::unsupported, std::string("chorus::cuda::Team::all_reduce: algorithm ") + to_string(algorithm) +
-                                              " has no CUDA kernel yet (one_shot, two_shot, ring, tree, automatic)");
+      break;
   }
+  if (!supports(Collective::all_reduce, algorithm)) {
+    throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::cuda::all_reduce: algorithm ", to_string(algorithm),
+                                                                    " does not implement all_reduce (choose from ",
+                                                                    algorithm_choices(Collective::all_reduce), ")"));
+  }
+  throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::cuda::all_reduce: algorithm ", to_string(algorithm),
+                                                             " has no CUDA kernel (automatic, one_shot, two_shot, ring, tree)"));
 }
 
-// Which kernel serves the other collectives: the barrier pull through staging (one step, the latency
-// winner) unless ring is asked for, or automatic picks the ring for all_gather and reduce_scatter blocks
-// above crossovers.gather_one_shot_max (NCCL's ring wins on bandwidth).
+// Which kernel serves the other collectives, each Algorithm meaning what it means on every backend
+// (chorus::supports): all_gather and reduce_scatter take direct (the barrier pull through staging, one
+// step: the one-shot kernel) or ring; broadcast and reduce take chain (the pipelined chain along the ring:
+// the kernel named ring for them); all_to_all takes pairwise. automatic takes the one-shot kernel, or the
+// ring for all_gather and reduce_scatter blocks above crossovers.gather_one_shot_max (NCCL's ring wins on
+// bandwidth).
 inline kernel::KernelAlgorithm kernel_for(Collective collective, Algorithm algorithm, std::size_t block_bytes,
                                           const KernelCrossovers& crossovers = {}) {
+  if (collective == Collective::all_reduce) return kernel_for(algorithm, block_bytes, 0, crossovers);
+  if (!supports(collective, algorithm)) {
+    throw Error(ErrorCode::invalid_argument, chorus::detail::concat("chorus::cuda::", to_string(collective), ": algorithm ",
+                                                                    to_string(algorithm), " does not implement ", to_string(collective),
+                                                                    " (choose from ", algorithm_choices(collective), ")"));
+  }
   switch (algorithm) {
-    case Algorithm::one_shot:
-    case Algorithm::direct: return kernel::KernelAlgorithm::one_shot;
-    case Algorithm::ring: return kernel::KernelAlgorithm::ring;
-    case Algorithm::pairwise: return kernel::KernelAlgorithm::pairwise;  // all_to_all only (supports() checks)
     case Algorithm::automatic:
       return (collective == Collective::all_gather || collective == Collective::reduce_scatter) &&
                      block_bytes > crossovers.gather_one_shot_max
                  ? kernel::KernelAlgorithm::ring
                  : kernel::KernelAlgorithm::one_shot;
+    case Algorithm::direct: return kernel::KernelAlgorithm::one_shot;
+    case Algorithm::ring:
+    case Algorithm::chain: return kernel::KernelAlgorithm::ring;
+    case Algorithm::pairwise: return kernel::KernelAlgorithm::pairwise;
     default:
-      throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::cuda::Team::", to_string(collective), ": algorithm ",
-                                                          to_string(algorithm), " has no CUDA kernel (one_shot, direct, ring, pairwise, automatic)"));
+      throw Error(ErrorCode::unsupported, chorus::detail::concat("chorus::cuda::", to_string(collective), ": algorithm ",
+                                                                 to_string(algorithm), " has no CUDA kernel"));
   }
+}
+
+// The kernel a call runs: every device communicator (a team's calls, its per-rank views, IpcComm) maps a
+// call's Algorithm here, so each means the same on all of them. `bytes`: all_reduce's whole buffer, the
+// other collectives' count x element size.
+inline kernel::KernelAlgorithm kernel_for_call(Collective collective, Algorithm algorithm, std::size_t bytes, int ranks,
+                                               const KernelCrossovers& crossovers = {}) {
+  return collective == Collective::all_reduce ? kernel_for(algorithm, bytes, ranks, crossovers)
+                                              : kernel_for(collective, algorithm, bytes, crossovers);
 }
 
 }  // namespace chorus::cuda

@@ -9,7 +9,8 @@
 // once) and deposited at the team's rendezvous (rendezvous.hpp): when every rank's part is there and
 // they agree, the team call runs once with all ranks' buffers; ranks that disagree all get
 // chorus::Error(mismatch) naming the value, and nothing runs. One thread per rank: a call returns once
-// the team call ran (was enqueued, on a GPU: stream-ordered, as nccl::View); one thread for all ranks:
+// the team call was enqueued (stream-ordered, as nccl::View: wait() or later work on the stream observes
+// it; on the twin too, whose streams are worker threads); one thread for all ranks:
 // make the calls inside team.group(fn) (or a cuda::Group), which settles them at its end.
 //   - Algorithm maps to a kernel through kernel_for (kernel_choice.hpp) at the team's crossovers, as
 //     cuda::Team's own calls do;
@@ -23,7 +24,7 @@
 // A view is a cheap copyable handle; the team it came from must stay in place while views are in use
 // (views of a split own their team).
 //
-// The Adapter says how a team runs (twin/twin_comm.hpp, team_comm.cuh):
+// The Adapter says how a team runs (team_adapter.hpp, over a BasicTeam<Device>):
 //   using Stream;  int size() const;  const KernelCrossovers& crossovers() const;  (the team's options')
 //   void collective(const std::vector<RankCall>&);  void barrier(const std::vector<RankCall>&);
 //   std::shared_ptr<Adapter> split(const std::vector<int>& members) const;  (parent ranks, new-rank order)
@@ -50,15 +51,6 @@
 #include "rendezvous.hpp"
 
 namespace chorus::cuda {
-namespace team_comm_detail {
-
-// The kernel a collective runs for `algorithm`: as cuda::Team's own calls choose it.
-inline kernel::KernelAlgorithm kernel_of(Collective collective, Algorithm algorithm, std::size_t count, std::size_t element_size,
-                                         int ranks, const KernelCrossovers& crossovers) {
-  return collective == Collective::all_reduce ? kernel_for(algorithm, count * element_size, ranks, crossovers)
-                                              : kernel_for(collective, algorithm, count * element_size, crossovers);
-}
-}  // namespace team_comm_detail
 
 template <class Adapter>
 class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
@@ -195,8 +187,7 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
       throw;
     }
     try {
-      part.kernel = team_comm_detail::kernel_of(args.collective, args.algorithm, args.count, checked.element_size, size(),
-                                                adapter_->crossovers());
+      part.kernel = kernel_for_call(args.collective, args.algorithm, args.count * checked.element_size, size(), adapter_->crossovers());
     } catch (const Error& e) {
       const Error named = make_error(e.code(), name, rank_, e.what());
       abandon(named);

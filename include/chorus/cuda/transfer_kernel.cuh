@@ -5,13 +5,11 @@
 #pragma once
 
 #include "device_block.cuh"
+#include "kernel/bounded_wait.hpp"
+#include "kernel/launch_args.hpp"
 #include "kernel/p2p.hpp"
 
 namespace chorus::cuda {
-
-struct TransferTables {
-  kernel::P2pTable table[kernel::kMaxRanks];
-};
 
 // Ranks listed in no transfer return at once: their blocks are in the cooperative grid (its size is
 // fixed per team) but touch no memory.
@@ -21,7 +19,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock) transfer_kernel(const ker
   const int block = static_cast<int>(blockIdx.x) % blocks_per_rank;
   const kernel::P2pTable& table = tables.table[rank];
   if (table.send_count + table.recv_count == 0) return;
-  const DeviceBlock device_block(block, views[rank].timeout_ns);
+  const DeviceBlock device_block(block, views[rank].timeout_ns, &views[rank].signals[rank]->aborted);
+  kernel::mark_started(device_block, views[rank]);
   kernel::p2p<T>(device_block, views[rank], table);
 }
 

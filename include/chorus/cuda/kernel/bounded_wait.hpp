@@ -1,6 +1,7 @@
-// Every spin in a kernel is bounded: past the deadline (CHORUS_TIMEOUT_MS) the waiting lane writes what
-// it was waiting for into the host-visible TimeoutRecord and gives up, and the block returns, so the host
-// raises chorus::Error instead of the GPU spinning forever.
+// Every spin in a kernel is bounded: past the deadline (CHORUS_KERNEL_TIMEOUT_MS), or once the host aborts
+// the communicator (Signals::aborted, which Block::expired polls), the waiting lane writes what it was
+// waiting for into the host-visible TimeoutRecord and gives up, and the block returns, so the host raises
+// chorus::Error instead of the GPU spinning forever.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,14 @@ CHORUS_HOST_DEVICE inline void record_timeout(const Block& block, const RankView
   record->seen = seen;
   record->wait = static_cast<std::uint32_t>(what);
   block.store_release(&record->timed_out, 1u);
+}
+
+// Counts a launch of this rank's kernel as started (block 0, lane 0; the host reads it with acquire).
+CHORUS_HOST_DEVICE_TEMPLATE
+template <class Block>
+CHORUS_HOST_DEVICE inline void mark_started(const Block& block, const RankView& view) {
+  if (view.timeout == nullptr || block.block() != 0 || block.lane() != 0) return;
+  block.store_release(&view.timeout->started, block.load_acquire(&view.timeout->started) + 1u);
 }
 
 // Spins until the counter at `flag` has reached `target` (see reached()); false on timeout.

@@ -34,6 +34,10 @@ struct Signals {
   std::uint32_t tree_tail[kMaxBlocks][kTrees][kTreeLinks];  // tree: slots it has consumed of those this rank filled there
   std::uint32_t p2p_head[kMaxBlocks][kMaxRanks];  // p2p: slots source rank s has filled in this rank's FIFO from s
   std::uint32_t p2p_tail[kMaxBlocks][kMaxRanks];  // p2p: slots receiver r has consumed of the FIFO this rank fills at r
+  // Nonzero once the communicator is aborted: 1 + the rank that aborted it (any rank's host writes it into
+  // every rank's signals). Every spinning wait polls its own rank's word (Block::expired), so an abort
+  // reaches kernels that are already running.
+  std::uint32_t aborted;
 };
 
 // This rank's own counters, kept in (device) memory between calls so a replayed CUDA graph continues
@@ -73,6 +77,9 @@ struct TimeoutRecord {
   std::uint32_t expected;
   std::uint32_t seen;
   std::uint32_t wait;  // a WaitKind: a code, not a string, since a device string's address means nothing on the host
+  // Launches of this rank's kernel that have started (block 0, lane 0 counts on entry): the host's bound on
+  // a wait starts when the kernel it waits for starts, not when earlier work queued ahead of it ends.
+  std::uint32_t started;
 };
 
 // Which wait gave up, for the host's message.
@@ -196,7 +203,7 @@ struct RankView {
   RingView ring_table[kMaxRings];     // this rank's place on each ring; kernels reach it through ring(block)
   RankState* state;                   // this rank's counters
   TimeoutRecord* timeout;             // host-visible record of the first timeout
-  std::uint64_t timeout_ns;           // bound on every wait (CHORUS_TIMEOUT_MS)
+  std::uint64_t timeout_ns;           // bound on every wait in the kernel (CHORUS_KERNEL_TIMEOUT_MS)
   std::uint32_t delay_seed;           // nonzero: seeded per-rank delays before waits (testing)
 
   // The ring block `block` (a channel) sends and receives on: the one place a kernel picks it.

@@ -1,10 +1,10 @@
 // One CPU-twin "launch": a rank's blocks x lanes threads running a kernel body, what a kernel launch of
-// `view.blocks` blocks is on the GPU. twin::Team starts every rank's blocks this way at once (virtual ranks
-// in one launch); a twin IPC rank (ipc_twin.hpp) starts only its own, as a process launches its own kernel.
+// `view.blocks` blocks is on the GPU. TwinDevice (cuda/device/twin_device.hpp) runs a launch of several
+// virtual ranks as several start_body calls, all joined together, on the stream's worker thread.
 //
 //   BlockThreads launch;
-//   launch.start(view, call, algorithm, lanes, deadline);   // may be called for several ranks
-//   launch.join();                                           // waits for all; rethrows a lane's exception
+//   launch.start_body(view, lanes, deadline, body);   // body(block, view) on every lane; may be called per rank
+//   launch.join();                                     // waits for all; rethrows a lane's exception
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "../kernel/collective.hpp"
+#include "../kernel/rank_view.hpp"
 #include "host_block.hpp"
 
 namespace chorus::cuda::twin {
@@ -27,25 +27,20 @@ class BlockThreads {
   BlockThreads& operator=(const BlockThreads&) = delete;
   ~BlockThreads() { join_all(); }
 
-  template <class T>
-  void start(const kernel::RankView& view, const kernel::CollectiveCall<T>& call, kernel::KernelAlgorithm algorithm,
-             int lanes, std::chrono::steady_clock::time_point deadline) {
-    start_body(view, lanes, deadline,
-               [call, algorithm](const HostBlock& block, const kernel::RankView& own) { kernel::collective(block, own, call, algorithm); });
-  }
-
-  // Any kernel body: body(block, view) on every lane of every block of `view`'s rank.
+  // body(block, view) on every lane of every block of `view`'s rank. Each block polls the rank's
+  // Signals::aborted word, as DeviceBlock does.
   template <class Body>
   void start_body(const kernel::RankView& view, int lanes, std::chrono::steady_clock::time_point deadline, Body body) {
     views_.push_back(std::make_unique<kernel::RankView>(view));  // the lanes read it after the caller's copy is gone
     const kernel::RankView* own = views_.back().get();
+    const std::uint32_t* aborted = &own->signals[own->rank]->aborted;
     for (int b = 0; b < view.blocks; ++b) {
       groups_.push_back(std::make_unique<LaneGroup>(lanes));
       LaneGroup* group = groups_.back().get();
       for (int lane = 0; lane < lanes; ++lane) {
-        threads_.emplace_back([this, own, group, b, lane, lanes, body, deadline] {
+        threads_.emplace_back([this, own, group, b, lane, lanes, body, deadline, aborted] {
           try {
-            body(HostBlock(lane, lanes, b, *group, deadline), *own);
+            body(HostBlock(lane, lanes, b, *group, deadline, aborted), *own);
           } catch (...) {
             std::lock_guard<std::mutex> lock(failure_mutex_);
             if (!failure_) failure_ = std::current_exception();

@@ -15,8 +15,10 @@ namespace chorus::cuda::twin {
 
 class HostBlock {
  public:
-  HostBlock(int lane, int lanes, int block, LaneGroup& group, std::chrono::steady_clock::time_point deadline)
-      : lane_(lane), lanes_(lanes), block_(block), group_(&group), deadline_(deadline) {}
+  // `aborted`: the rank's Signals::aborted word, which the host sets to release every waiting block.
+  HostBlock(int lane, int lanes, int block, LaneGroup& group, std::chrono::steady_clock::time_point deadline,
+            const std::uint32_t* aborted)
+      : lane_(lane), lanes_(lanes), block_(block), group_(&group), deadline_(deadline), aborted_(aborted) {}
 
   int lane() const { return lane_; }
   int lanes() const { return lanes_; }
@@ -35,7 +37,8 @@ class HostBlock {
   }
   void fence_system() const { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
-  bool expired() const { return std::chrono::steady_clock::now() > deadline_; }
+  // Past the deadline, or aborted by the host: either way the wait gives up.
+  bool expired() const { return std::chrono::steady_clock::now() > deadline_ || load_acquire(aborted_) != 0; }
   void backoff() const { std::this_thread::yield(); }
 
   // Seeded skew before a wait (RankView::delay_seed != 0): a different, reproducible delay per rank,
@@ -57,6 +60,7 @@ class HostBlock {
   int block_;
   LaneGroup* group_;
   std::chrono::steady_clock::time_point deadline_;
+  const std::uint32_t* aborted_;
 };
 
 }  // namespace chorus::cuda::twin

@@ -1,0 +1,215 @@
+// CudaDevice: a real GPU as the Device the CUDA drivers are written over (device/device.hpp), the only
+// host code of chorus's own GPU backend that needs nvcc. Every member is a thin call into the CUDA runtime
+// that turns a failure into chorus::Error naming the call, the rank and CUDA's message; everything above
+// it (BasicTeam, the per-rank views) is shared with the CPU twin (device/twin_device.hpp), which runs it
+// under the sanitizers. NOT YET RUN ON A GPU (docs/gpu-validation.md).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../core/data_type.hpp"
+#include "../../core/error.hpp"
+#include "../collective_kernel.cuh"
+#include "../launch.cuh"
+#include "../runtime_check.hpp"
+#include "../transfer_kernel.cuh"
+
+namespace chorus::cuda {
+
+class CudaDevice {
+ public:
+  using Stream = cudaStream_t;  // null: the legacy default stream
+  using Event = cudaEvent_t;
+
+  static constexpr const char* kName = "cuda";
+  static constexpr int kMinThreads = 32;
+  static constexpr int kMaxThreads = 1024;
+  static constexpr int kDefaultBlocks = 8;
+  static constexpr int kDefaultThreads = 512;
+  static constexpr std::size_t kDefaultStagingBytes = 8u << 20;
+  static constexpr std::size_t kDefaultLlBytes = 1u << 20;
+  static constexpr std::size_t kDefaultFifoSlotBytes = 128u << 10;
+
+  explicit CudaDevice(int ordinal = 0) : ordinal_(ordinal) {}
+
+  int ordinal() const { return ordinal_; }
+  std::string bus_id(const char* call, int rank) const {
+    char busid[32] = {};
+    check_cuda(cudaDeviceGetPCIBusId(busid, sizeof busid, ordinal_), call, rank, "cudaDeviceGetPCIBusId");
+    return busid;
+  }
+  void check_cooperative(const char* call, int rank) const {
+    int cooperative = 0;
+    check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, ordinal_), call, rank, "cudaDeviceGetAttribute");
+    if (!cooperative) {
+      throw make_error(ErrorCode::unsupported, call, rank, "device ", ordinal_,
+                       " cannot launch cooperatively, so co-residency of the blocks is not guaranteed");
+    }
+  }
+  int max_resident_blocks(int ranks, const char* call, int rank) const { return cuda::max_resident_blocks(ordinal_, ranks, call, rank); }
+  void enable_peer_access(int peer, const char* call, int rank) const {
+    if (peer == ordinal_) return;
+    select(call, rank);
+    int can = 0;
+    check_cuda(cudaDeviceCanAccessPeer(&can, ordinal_, peer), call, rank, "cudaDeviceCanAccessPeer");
+    if (!can) throw make_error(ErrorCode::unsupported, call, rank, "device ", ordinal_, " cannot access device ", peer, " (no peer access)");
+    const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+    if (status == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();  // not sticky: clear it so later checks do not see it
+    } else {
+      check_cuda(status, call, rank, "cudaDeviceEnablePeerAccess");
+    }
+  }
+
+  void* allocate(std::size_t bytes, const char* call, int rank) const {
+    select(call, rank);
+    void* pointer = nullptr;
+    check_cuda(cudaMalloc(&pointer, bytes == 0 ? 1 : bytes), call, rank, "cudaMalloc");
+    return pointer;
+  }
+  void free(void* pointer) const noexcept {
+    if (pointer == nullptr) return;
+    cudaSetDevice(ordinal_);
+    cudaFree(pointer);
+  }
+  void memset(void* pointer, int value, std::size_t bytes, const char* call, int rank) const {
+    select(call, rank);
+    check_cuda(cudaMemset(pointer, value, bytes), call, rank, "cudaMemset");
+  }
+  void copy(void* to, const void* from, std::size_t bytes, const char* call, int rank) const {
+    select(call, rank);
+    check_cuda(cudaMemcpy(to, from, bytes, cudaMemcpyDefault), call, rank, "cudaMemcpy");
+  }
+  struct Mapped {
+    void* host;
+    void* device;
+  };
+  Mapped allocate_mapped(std::size_t bytes, const char* call, int rank) const {
+    select(call, rank);
+    Mapped mapped{nullptr, nullptr};
+    check_cuda(cudaHostAlloc(&mapped.host, bytes, cudaHostAllocMapped | cudaHostAllocPortable), call, rank, "cudaHostAlloc");
+    std::memset(mapped.host, 0, bytes);
+    const cudaError_t status = cudaHostGetDevicePointer(&mapped.device, mapped.host, 0);
+    if (status != cudaSuccess) cudaFreeHost(mapped.host);
+    check_cuda(status, call, rank, "cudaHostGetDevicePointer");
+    return mapped;
+  }
+  void free_mapped(void* host) const noexcept {
+    if (host != nullptr) cudaFreeHost(host);
+  }
+  // The host writes a word of device memory (here or a peer's, mapped) while kernels may run: through a
+  // non-blocking stream of its own, so neither the legacy stream nor a busy user stream delays it.
+  void write_word(std::uint32_t* word, std::uint32_t value, const char* call, int rank) const {
+    select(call, rank);
+    cudaStream_t side = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), call, rank, "cudaStreamCreateWithFlags");
+    const cudaError_t copied = cudaMemcpyAsync(word, &value, sizeof value, cudaMemcpyHostToDevice, side);
+    const cudaError_t synced = copied == cudaSuccess ? cudaStreamSynchronize(side) : copied;
+    cudaStreamDestroy(side);
+    check_cuda(synced, call, rank, "cudaMemcpyAsync");
+  }
+  std::uint32_t read_word(const std::uint32_t* word, const char* call, int rank) const {
+    select(call, rank);
+    cudaStream_t side = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), call, rank, "cudaStreamCreateWithFlags");
+    std::uint32_t value = 0;
+    const cudaError_t copied = cudaMemcpyAsync(&value, word, sizeof value, cudaMemcpyDeviceToHost, side);
+    const cudaError_t synced = copied == cudaSuccess ? cudaStreamSynchronize(side) : copied;
+    cudaStreamDestroy(side);
+    check_cuda(synced, call, rank, "cudaMemcpyAsync");
+    return value;
+  }
+  void synchronize(const char* call, int rank) const {
+    select(call, rank);
+    check_cuda(cudaDeviceSynchronize(), call, rank, "cudaDeviceSynchronize");
+  }
+
+  Event create_event(const char* call, int rank) const {
+    select(call, rank);
+    cudaEvent_t event = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), call, rank, "cudaEventCreate");
+    return event;
+  }
+  void destroy_event(Event event) const noexcept {
+    if (event != nullptr) cudaEventDestroy(event);
+  }
+  void record(Event event, Stream stream, const char* call, int rank) const {
+    check_cuda(cudaEventRecord(event, stream), call, rank, "cudaEventRecord");
+  }
+  void stream_wait(Stream stream, Event event, const char* call, int rank) const {
+    check_cuda(cudaStreamWaitEvent(stream, event, 0), call, rank, "cudaStreamWaitEvent");
+  }
+  bool query(Event event, const char* call, int rank) const {
+    const cudaError_t status = cudaEventQuery(event);
+    if (status == cudaErrorNotReady) return false;
+    check_cuda(status, call, rank, "cudaEventQuery");
+    return true;
+  }
+  bool capturing(Stream stream) const {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
+  }
+
+  template <class T>
+  static const void* collective_entry() {
+    return reinterpret_cast<const void*>(&collective_kernel<T>);
+  }
+  void ensure_fits(std::vector<const void*>& checked, const void* entry, DataType type, int threads, int ranks, int blocks,
+                   const char* call, int rank) const {
+    ensure_kernel_fits(checked, entry, type, ordinal_, threads, ranks, blocks, call, rank);
+  }
+
+  template <class T>
+  void launch_collective(Stream stream, const LaunchShape& shape, const CallBuffers& buffers, const CollectiveArgs& args,
+                         const char* call, int rank) const {
+    select(call, rank);
+    const kernel::RankView* views = shape.views;
+    int first_rank = shape.first_rank;
+    int blocks = shape.blocks;
+    CallBuffers by_value = buffers;
+    CollectiveArgs shared = args;
+    void* kernel_args[] = {&views, &by_value, &first_rank, &blocks, &shared};
+    launch_rank_blocks(collective_entry<T>(), kernel_args, shape.ranks, shape.blocks, shape.threads, stream, call, rank);
+  }
+  template <class T>
+  void launch_transfer(Stream stream, const LaunchShape& shape, const TransferTables& tables, const char* call, int rank) const {
+    select(call, rank);
+    const kernel::RankView* views = shape.views;
+    int first_rank = shape.first_rank;
+    int blocks = shape.blocks;
+    TransferTables by_value = tables;
+    void* kernel_args[] = {&views, &by_value, &first_rank, &blocks};
+    launch_rank_blocks(reinterpret_cast<const void*>(&transfer_kernel<T>), kernel_args, shape.ranks, shape.blocks, shape.threads,
+                       stream, call, rank);
+  }
+
+  // Restores the caller's current device when a call returns (the drivers switch devices as they go), and
+  // only if it changed: restoring a device the caller never selected would create a context on it.
+  class CurrentGuard {
+   public:
+    CurrentGuard() { had_ = cudaGetDevice(&device_) == cudaSuccess; }
+    ~CurrentGuard() {
+      int now = -1;
+      if (had_ && cudaGetDevice(&now) == cudaSuccess && now != device_) cudaSetDevice(device_);
+    }
+    CurrentGuard(const CurrentGuard&) = delete;
+    CurrentGuard& operator=(const CurrentGuard&) = delete;
+
+   private:
+    int device_ = 0;
+    bool had_ = false;
+  };
+
+ private:
+  void select(const char* call, int rank) const { check_cuda(cudaSetDevice(ordinal_), call, rank, "cudaSetDevice"); }
+
+  int ordinal_;
+};
+
+}  // namespace chorus::cuda

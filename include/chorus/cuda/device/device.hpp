@@ -1,0 +1,38 @@
+// What a Device is: everything chorus's CUDA drivers (BasicTeam, the per-rank views, the IPC communicator)
+// need of a GPU, so they are written once and run on a real GPU (CudaDevice, device/cuda_device.cuh) and
+// on the CPU twin (TwinDevice, device/twin_device.hpp) alike. A Device is a small copyable value naming one
+// GPU by ordinal (Device{ordinal}); every member throws chorus::Error naming (call, rank) on failure.
+//
+//   types      Stream, Event (handles; a null Stream is the device's default stream), Mapped {host, device}
+//   facts      kName ("cuda", "cuda::twin": how errors name the calls), kMinThreads/kMaxThreads, option
+//              defaults kDefaultBlocks, kDefaultThreads, kDefaultStagingBytes, kDefaultLlBytes,
+//              kDefaultFifoSlotBytes; ordinal(), bus_id(), check_cooperative(), max_resident_blocks(ranks),
+//              enable_peer_access(peer)
+//   memory     allocate / free (uninitialised, as cudaMalloc), memset (asynchronous on the default stream),
+//              copy (synchronous), allocate_mapped / free_mapped (host memory the kernels see),
+//              write_word / read_word (one word of device memory while kernels run: abort), synchronize()
+//   ordering   create_event / destroy_event, record(event, stream), stream_wait(stream, event),
+//              query(event) (true once the work before the event's latest record has run), capturing(stream)
+//   kernels    collective_entry<T>() and ensure_fits (the co-residency check), launch_collective<T> and
+//              launch_transfer<T>: one cooperative launch of LaunchShape (kernel/launch_args.hpp), which
+//              returns at once; the kernel runs when the stream reaches it
+//   CurrentGuard  restores the caller's current device at scope exit
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+namespace chorus::cuda {
+
+template <class, class = void>
+struct is_device : std::false_type {};
+template <class D>
+struct is_device<D, std::void_t<typename D::Stream, typename D::Event, typename D::Mapped, typename D::CurrentGuard,
+                                decltype(D::kName), decltype(std::declval<const D&>().ordinal()),
+                                decltype(std::declval<const D&>().query(std::declval<typename D::Event>(), "", 0)),
+                                decltype(std::declval<const D&>().capturing(std::declval<typename D::Stream>()))>>
+    : std::true_type {};
+template <class D>
+inline constexpr bool is_device_v = is_device<D>::value;
+
+}  // namespace chorus::cuda

@@ -1,0 +1,183 @@
+// Streams and events of the CPU twin device (device/twin_device.hpp), with CUDA's semantics: enqueueing
+// returns at once, one worker thread per stream runs its work in order, an event marks a point in a stream
+// that the host can query or another stream can wait for, and capture records work into a graph instead of
+// running it. So a stream-ordering bug (two streams on one communicator, freeing memory a queued kernel
+// still reads, reading a result before waiting) shows on the CPU, under the sanitizers, as it would on a GPU.
+//
+//   chorus::cuda::twin::Stream stream;            // a worker thread
+//   stream.enqueue([] { ... });                    // runs later, after what was enqueued before
+//   chorus::cuda::twin::Event done;
+//   stream.record(done);                           // done is reached when the worker gets here
+//   other.wait(done);                              // other's later work runs after that point
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace chorus::cuda::twin {
+
+// cudaEvent_t: each record() marks a new point; the event is reached when the stream passes its latest point.
+class Event {
+ public:
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  // The point the next record marks (host side, at enqueue time, as cudaEventRecord captures it).
+  std::uint64_t mark() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ++marked_;
+  }
+  std::uint64_t last_mark() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return marked_;
+  }
+  // The stream reached `point`; `failure`: the stream's first error, which the event reports from then on.
+  void reach(std::uint64_t point, std::exception_ptr failure) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reached_ = std::max(reached_, point);
+      if (failure && !failure_) failure_ = failure;
+    }
+    changed_.notify_all();
+  }
+  bool reached(std::uint64_t point) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reached_ >= point;
+  }
+  // Waits until `point` is reached; false at `deadline`.
+  bool wait_reached(std::uint64_t point, std::chrono::steady_clock::time_point deadline) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_until(lock, deadline, [&] { return reached_ >= point; });
+  }
+  std::exception_ptr failure() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::uint64_t marked_ = 0;
+  std::uint64_t reached_ = 0;
+  std::exception_ptr failure_;
+};
+
+// Work recorded by capture: replayed by launching it on a stream, as a CUDA graph is.
+struct Graph {
+  std::vector<std::function<void()>> work;
+};
+
+class Stream {
+ public:
+  Stream() : worker_([this] { run(); }) {}
+  // Drains: what was enqueued still runs (the work is bounded), then the worker ends.
+  ~Stream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  void enqueue(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (capturing_) {
+        captured_.work.push_back(std::move(work));
+        return;
+      }
+      queue_.push_back(std::move(work));
+    }
+    changed_.notify_all();
+  }
+
+  // cudaEventRecord: `event` is reached when the worker passes this point.
+  void record(Event& event) {
+    const std::uint64_t point = event.mark();
+    enqueue([this, &event, point] { event.reach(point, failure()); });
+  }
+  // cudaStreamWaitEvent: later work waits for the event's latest point at this moment (none: no wait).
+  // The work it waits for is bounded, and so is this wait: a point never reached fails the stream.
+  void wait(const Event& event, std::chrono::milliseconds bound) {
+    const std::uint64_t point = event.last_mark();
+    if (point == 0) return;
+    enqueue([&event, point, bound] {
+      if (!event.wait_reached(point, std::chrono::steady_clock::now() + bound)) {
+        throw std::runtime_error("chorus::cuda::twin::Stream: an awaited event was not reached within the bound");
+      }
+      if (const std::exception_ptr failure = event.failure()) std::rethrow_exception(failure);
+    });
+  }
+
+  // Stream capture: work enqueued until end_capture() is recorded into the graph, not run.
+  void begin_capture() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capturing_ = true;
+    captured_ = Graph{};
+  }
+  Graph end_capture() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capturing_ = false;
+    return std::exchange(captured_, Graph{});
+  }
+  bool capturing() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return capturing_;
+  }
+  // Replays a captured graph on this stream.
+  void launch(const Graph& graph) {
+    for (const auto& work : graph.work) enqueue(work);
+  }
+
+  // The first exception any work threw (a sticky error, as a CUDA context's); null if none.
+  std::exception_ptr failure() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> work;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        work();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!failure_) failure_ = std::current_exception();
+      }
+    }
+  }
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  bool capturing_ = false;
+  Graph captured_;
+  std::exception_ptr failure_;
+  std::thread worker_;  // last: starts after every member above exists
+};
+
+}  // namespace chorus::cuda::twin
