@@ -50,16 +50,11 @@ void host_call(chorus::host::Comm& comm, const Call& c, const T* in, T* out) {
   }
 }
 
+// One call on the twin with an explicit kernel, waited for.
 template <class T>
 void twin_call(chorus::cuda::twin::Team& team, const Call& c, const std::vector<const T*>& in, const std::vector<T*>& out) {
-  switch (c.collective) {
-    case Collective::broadcast: team.broadcast<T>(in, out, c.count, c.root, c.algorithm); break;
-    case Collective::reduce: team.reduce<T>(in, out, c.count, c.op, c.root, c.algorithm); break;
-    case Collective::all_gather: team.all_gather<T>(in, out, c.count, c.algorithm); break;
-    case Collective::reduce_scatter: team.reduce_scatter<T>(in, out, c.count, c.op, c.algorithm); break;
-    case Collective::all_to_all: team.all_to_all<T>(in, out, c.count, c.algorithm); break;
-    case Collective::all_reduce: team.all_reduce<T>(in, out, c.count, c.op, c.algorithm); break;
-  }
+  team.collective_with<T>(c.collective, in, out, c.count, c.op, c.root, c.algorithm);
+  team.synchronize();
 }
 
 // Outputs of every rank, twin and host. `inputs[r]` holds send_count(collective, count, n) elements. In

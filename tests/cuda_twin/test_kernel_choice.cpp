@@ -96,6 +96,33 @@ TEST_CASE("check_crossovers refuses thresholds automatic cannot climb, naming th
   CHECK_THROWS_WITH(chorus::cuda::twin::Team(2, options), Catch::Contains("chorus::cuda::twin::Team: crossovers.one_shot_max"));
 }
 
+TEST_CASE("each Algorithm means on the CUDA kernels what core's table says it means on every backend") {
+  // chorus::supports is the one table: an Algorithm it does not give a collective is invalid_argument here
+  // as on the host backend; one it gives either runs a kernel that serves the collective or is unsupported
+  // (no kernel yet), never another algorithm's kernel.
+  for (int c = 0; c < chorus::kCollectiveCount; ++c) {
+    const auto collective = static_cast<Collective>(c);
+    for (int a = 0; a < chorus::kAlgorithmCount; ++a) {
+      const auto algorithm = static_cast<Algorithm>(a);
+      INFO(chorus::to_string(collective) << " " << chorus::to_string(algorithm));
+      try {
+        const K kernel = chorus::cuda::kernel_for_call(collective, algorithm, 4096, 4);
+        CHECK(chorus::supports(collective, algorithm));
+        CHECK(chorus::cuda::kernel::supports(collective, kernel));
+      } catch (const chorus::Error& e) {
+        CHECK(e.code() == (chorus::supports(collective, algorithm) ? chorus::ErrorCode::unsupported : chorus::ErrorCode::invalid_argument));
+      }
+    }
+  }
+  // The named kernels: the schedule each Algorithm names everywhere.
+  CHECK(chorus::cuda::kernel_for_call(Collective::broadcast, Algorithm::chain, 64, 4) == K::ring);  // the chain kernel
+  CHECK(chorus::cuda::kernel_for_call(Collective::reduce, Algorithm::chain, 64, 4) == K::ring);
+  CHECK(chorus::cuda::kernel_for_call(Collective::all_gather, Algorithm::direct, 64, 4) == K::one_shot);
+  CHECK(chorus::cuda::kernel_for_call(Collective::reduce_scatter, Algorithm::ring, 64, 4) == K::ring);
+  CHECK(chorus::cuda::kernel_for_call(Collective::all_to_all, Algorithm::pairwise, 64, 4) == K::pairwise);
+  CHECK(chorus::cuda::kernel_for_call(Collective::all_reduce, Algorithm::tree, 64, 4) == K::tree);
+}
+
 TEST_CASE("the bench sweeps every kernel that serves a collective, and -c names") {
   CHECK(sweep::kernels_for(sweep::Target::all_reduce) == std::vector<K>{K::ll_one_shot, K::one_shot, K::two_shot, K::ring, K::tree});
   CHECK(sweep::kernels_for(sweep::Target::all_gather) == std::vector<K>{K::one_shot, K::ring});
@@ -225,7 +252,7 @@ using Fingerprint = std::array<std::uint32_t, 3>;  // barrier_epoch, ll_epoch, f
 chorus::cuda::twin::Options small(const KernelCrossovers& crossovers = {}) {
   chorus::cuda::twin::Options options;
   options.blocks = 1;
-  options.lanes = 2;
+  options.threads = 2;
   options.crossovers = crossovers;
   return options;
 }
@@ -245,12 +272,13 @@ Fingerprint run(const chorus::cuda::twin::Options& options, const K* explicit_ke
     outputs.push_back(out[static_cast<std::size_t>(r)].data());
   }
   if (explicit_kernel) {
-    team.all_reduce(inputs, outputs, kCount, chorus::ReduceOp::sum, *explicit_kernel);
+    team.all_reduce_with(inputs, outputs, kCount, chorus::ReduceOp::sum, *explicit_kernel);
   } else {
     team.group([&] {
       for (int r = 0; r < kRanks; ++r) team.comm(r).all_reduce(inputs[static_cast<std::size_t>(r)], outputs[static_cast<std::size_t>(r)], kCount, chorus::ReduceOp::sum);
     });
   }
+  team.synchronize();
   for (int r = 0; r < kRanks; ++r) {
     for (std::size_t i = 0; i < kCount; ++i) {
       if (out[static_cast<std::size_t>(r)][i] != 10.0f * static_cast<float>(i)) failures.push_back("wrong sum");

@@ -25,7 +25,7 @@ std::vector<int> identity_order(int n) {
 Options small_options(int blocks, int lanes, std::vector<int> order = {}) {
   Options options;
   options.blocks = blocks;
-  options.lanes = lanes;
+  options.threads = lanes;
   options.staging_bytes = 4096;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 64;

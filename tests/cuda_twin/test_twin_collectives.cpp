@@ -29,7 +29,7 @@ std::vector<int> identity_order(int n) {
 Options small_options(int blocks, int lanes, std::vector<int> order = {}, std::uint32_t seed = 0) {
   Options options;
   options.blocks = blocks;
-  options.lanes = lanes;
+  options.threads = lanes;
   options.staging_bytes = 4096;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 64;
@@ -153,7 +153,6 @@ TEST_CASE("calls of different collectives in a row on one team, with seeded skew
 
 TEST_CASE("a rank that skips a collective: the others time out with a record") {
   for (const Pair& pair : {kPairs[0], kPairs[3]}) {
-    Team team(3, small_options(1, 2));
     std::vector<std::vector<float>> in(3, std::vector<float>(300, 1.0f)), out(3, std::vector<float>(900));
     std::vector<const float*> in_ptr;
     std::vector<float*> out_ptr;
@@ -164,12 +163,10 @@ TEST_CASE("a rank that skips a collective: the others time out with a record") {
     std::string message;
     ErrorCode code = ErrorCode::internal;
     try {
-      const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", "300");
-      if (pair.collective == Collective::broadcast) {
-        team.broadcast<float>(in_ptr, out_ptr, 300, 0, pair.algorithm, {true, false, true});
-      } else {
-        team.all_gather<float>(in_ptr, out_ptr, 300, pair.algorithm, {true, false, true});
-      }
+      const support::ScopedEnv timeout("CHORUS_KERNEL_TIMEOUT_MS", "300");
+      Team team(3, small_options(1, 2));  // its kernels' bound is read when the team is made
+      team.collective_with<float>(pair.collective, in_ptr, out_ptr, 300, ReduceOp::sum, 0, pair.algorithm, {}, {true, false, true});
+      team.synchronize();  // the timeout shows here: the call only enqueued the launch
     } catch (const chorus::Error& e) {
       message = e.what();
       code = e.code();
@@ -197,35 +194,55 @@ TEST_CASE("bad arguments of the collectives are refused with the call, the rank 
     }
     FAIL("no error for " << text);
   };
-  const auto one_shot = KernelAlgorithm::one_shot;
-  refused([&] { team.broadcast<float>(in, out, 4, 3, one_shot); }, ErrorCode::invalid_argument,
+  // The Algorithm each call names is mapped to a kernel as on a GPU (kernel_for_call): what it means on
+  // every backend (chorus::supports), or refused.
+  const auto direct = Algorithm::direct;
+  const auto chain = Algorithm::chain;
+  refused([&] { team.broadcast<float>(in, out, 4, 3, chain); }, ErrorCode::invalid_argument,
           "cuda::twin::Team::broadcast on rank 0: root 3 is not a rank of 3");
-  refused([&] { team.reduce<float>(in, out, 4, ReduceOp::sum, -1, one_shot); }, ErrorCode::invalid_argument,
+  refused([&] { team.reduce<float>(in, out, 4, ReduceOp::sum, -1); }, ErrorCode::invalid_argument,
           "cuda::twin::Team::reduce on rank 0: root -1 is not a rank of 3");
-  refused([&] { team.broadcast<float>({a.data(), nullptr, nullptr}, {a.data(), nullptr, c.data()}, 4, 0, one_shot); },
+  refused([&] { team.broadcast<float>({a.data(), nullptr, nullptr}, {a.data(), nullptr, c.data()}, 4, 0); },
           ErrorCode::invalid_argument, "cuda::twin::Team::broadcast on rank 1: null buffer with count 4 (the output)");
-  refused([&] { team.reduce<float>({a.data(), nullptr, c.data()}, out, 4, ReduceOp::sum, 0, one_shot); },
+  refused([&] { team.reduce<float>({a.data(), nullptr, c.data()}, out, 4, ReduceOp::sum, 0, chain); },
           ErrorCode::invalid_argument, "cuda::twin::Team::reduce on rank 1: null buffer with count 4 (the input)");
-  refused([&] { team.all_gather<float>(in, {a.data(), b.data(), nullptr}, 4, KernelAlgorithm::ring); },
+  refused([&] { team.all_gather<float>(in, {a.data(), b.data(), nullptr}, 4, Algorithm::ring); },
           ErrorCode::invalid_argument, "cuda::twin::Team::all_gather on rank 2: null buffer with count 4 (the output)");
   // The byte size fits for one block but not for n of them.
   const std::size_t too_many = SIZE_MAX / sizeof(float) / 2;
-  refused([&] { team.all_gather<float>(in, out, too_many, one_shot); }, ErrorCode::invalid_argument, "x 3 blocks overflows the byte size");
-  refused([&] { team.reduce_scatter<float>(in, out, too_many, ReduceOp::sum, KernelAlgorithm::ring); },
+  refused([&] { team.all_gather<float>(in, out, too_many, direct); }, ErrorCode::invalid_argument, "x 3 blocks overflows the byte size");
+  refused([&] { team.reduce_scatter<float>(in, out, too_many, ReduceOp::sum, Algorithm::ring); },
           ErrorCode::invalid_argument, "cuda::twin::Team::reduce_scatter: count");
-  refused([&] { team.broadcast<float>(in, out, 4, 0, KernelAlgorithm::tree); }, ErrorCode::unsupported,
-          "cuda::twin::Team::broadcast: no tree kernel for broadcast");
-  refused([&] { team.all_gather<float>(in, out, 4, KernelAlgorithm::two_shot); }, ErrorCode::unsupported,
-          "no two_shot kernel for all_gather");
-  refused([&] { team.all_to_all<float>({a.data()}, {b.data()}, 4, one_shot); }, ErrorCode::invalid_argument,
+  // An explicit kernel that does not serve the collective, and Algorithms whose meaning excludes it.
+  refused([&] { team.collective_with<float>(Collective::broadcast, in, out, 4, ReduceOp::sum, 0, KernelAlgorithm::tree); },
+          ErrorCode::unsupported, "cuda::twin::Team::broadcast: no tree kernel for broadcast");
+  refused([&] { team.collective_with<float>(Collective::all_gather, in, out, 4, ReduceOp::sum, 0, KernelAlgorithm::two_shot); },
+          ErrorCode::unsupported, "no two_shot kernel for all_gather");
+  refused([&] { team.broadcast<float>(in, out, 4, 0, Algorithm::ring); }, ErrorCode::invalid_argument,
+          "algorithm ring does not implement broadcast (choose from automatic, chain, binomial)");
+  refused([&] { team.all_gather<float>(in, out, 4, Algorithm::one_shot); }, ErrorCode::invalid_argument,
+          "algorithm one_shot does not implement all_gather");
+  refused([&] { team.reduce<float>(in, out, 4, ReduceOp::sum, 0, Algorithm::binomial); }, ErrorCode::unsupported,
+          "algorithm binomial has no CUDA kernel");
+  refused([&] { team.all_reduce<float>(in, out, 4, ReduceOp::sum, Algorithm::halving_doubling); }, ErrorCode::unsupported,
+          "algorithm halving_doubling has no CUDA kernel");
+  refused([&] { team.all_to_all<float>({a.data()}, {b.data()}, 4); }, ErrorCode::invalid_argument,
           "one input and one output per rank (3), got 1 and 1");
+  // The runtime's argument check runs on every rank's buffers: an op that is not a ReduceOp, and buffers
+  // that overlap other than in place.
+  refused([&] { team.all_reduce<float>(in, out, 4, static_cast<ReduceOp>(9)); }, ErrorCode::invalid_argument,
+          "cuda::twin::Team::all_reduce on rank 0: ");
+  refused([&] { team.all_reduce<float>(in, {a.data() + 1, b.data(), c.data()}, 4, ReduceOp::sum); }, ErrorCode::invalid_argument,
+          "cuda::twin::Team::all_reduce on rank 0: ");
   // Refused calls left the team usable, and a broadcast's non-root inputs and a reduce's non-root outputs
   // may be null.
   a.assign(12, 2.5f);
-  team.broadcast<float>({a.data(), nullptr, nullptr}, {a.data(), b.data(), c.data()}, 4, 0, one_shot);
+  team.broadcast<float>({a.data(), nullptr, nullptr}, {a.data(), b.data(), c.data()}, 4, 0, chain);
+  team.synchronize();
   CHECK(b[3] == 2.5f);
   CHECK(c[0] == 2.5f);
-  team.reduce<float>({a.data(), b.data(), c.data()}, {nullptr, nullptr, c.data()}, 4, ReduceOp::sum, 2, one_shot);
+  team.reduce<float>({a.data(), b.data(), c.data()}, {nullptr, nullptr, c.data()}, 4, ReduceOp::sum, 2);
+  team.synchronize();
   CHECK(c[3] == 7.5f);
 }
 

@@ -6,7 +6,6 @@
 
 #include <chorus/cuda/twin/twin_team.hpp>
 
-#include "support/data_parallel_checks.hpp"
 #include "support/generic_checks.hpp"
 #include "support/sanitizers.hpp"
 #include "support/scoped_env.hpp"
@@ -37,7 +36,7 @@ namespace {
 Options small() {
   Options options;
   options.blocks = 1;
-  options.lanes = 2;
+  options.threads = 2;
   return options;
 }
 
@@ -106,6 +105,7 @@ TEST_CASE("one thread drives every rank inside group(): calls run in order at it
     for (int r = 0; r < ranks; ++r) team.comm(r).all_reduce(x[r].data(), x[r].data(), count, ReduceOp::sum);
     for (int r = 0; r < ranks; ++r) team.comm(r).all_gather(x[r].data(), y[r].data(), count, Algorithm::ring);
   });
+  team.synchronize();  // stream-ordered: the group enqueued the calls
   for (int r = 0; r < ranks; ++r) {
     CHECK(x[static_cast<std::size_t>(r)] == filled(count, 6.0f));
     CHECK(y[static_cast<std::size_t>(r)] == filled(count * ranks, 6.0f));
@@ -120,6 +120,7 @@ TEST_CASE("one thread drives every rank inside group(): calls run in order at it
     }
     group.end();
   }
+  team.comm(0).wait();  // a view's wait() is the team's
   for (int r = 0; r < ranks; ++r) CHECK(x[static_cast<std::size_t>(r)] == filled(count, 6.0f));
 }
 
@@ -149,6 +150,7 @@ TEST_CASE("one thread calling rank after rank outside a group times out, saying 
     team.comm(0).all_reduce(a.data(), a.data(), 4, ReduceOp::sum);
     team.comm(1).all_reduce(b.data(), b.data(), 4, ReduceOp::sum);
   });
+  team.synchronize();
   CHECK(a == filled(4, 3.0f));
   CHECK(b == filled(4, 3.0f));
 }
@@ -228,6 +230,7 @@ TEST_CASE("a rank whose part fails its own checks releases the others at once, a
     }
     std::vector<int> y(4, comm.rank() + 1);
     comm.all_reduce(y.data(), y.data(), 4, ReduceOp::sum);  // the next call is the same call on every rank
+    comm.wait();
     if (y != std::vector<int>(4, 6)) seen.push_back("the second call summed the wrong parts");
     return seen;
   });
@@ -246,6 +249,7 @@ TEST_CASE("a moved team's views run on the team it moved to") {
   const auto outcomes = on_every_rank(team, [](RankComm& comm) {
     std::vector<int> x(5, comm.rank() + 1);
     comm.all_reduce(x.data(), x.data(), x.size(), ReduceOp::sum);
+    comm.wait();
     return x == std::vector<int>(5, 6) ? std::vector<std::string>{} : std::vector<std::string>{"wrong sum"};
   });
   for (const Outcome& outcome : outcomes) {
@@ -279,11 +283,13 @@ TEST_CASE("split: two colours, keys reorder, the sub-communicators work and spli
     }
     std::vector<std::int32_t> v = {r, 1};
     half.all_reduce(v.data(), v.data(), 2, ReduceOp::sum);
+    half.wait();
     const std::vector<std::int32_t> want = {r % 2 == 0 ? 2 : 4, 2};
     if (v != want) failures.push_back(chorus::detail::concat("rank ", r, ": sum over its half ", v[0], ", ", v[1]));
     // Root 0 of the half is its key-first member: the higher parent rank.
     std::vector<std::int32_t> root_rank = {r};
     half.broadcast(root_rank.data(), root_rank.data(), 1, 0);
+    half.wait();
     if (root_rank[0] != (r % 2 == 0 ? 2 : 3)) failures.push_back(chorus::detail::concat("rank ", r, ": broadcast from ", root_rank[0]));
     // Nested: each half splits into singletons; colour < 0 gives a null view.
     RankComm alone = half.split(half.rank(), 0);
@@ -301,6 +307,7 @@ TEST_CASE("split: two colours, keys reorder, the sub-communicators work and spli
     } else {
       std::vector<float> one = {1.0f};
       none.all_reduce(one.data(), one.data(), 1, ReduceOp::sum);
+      none.wait();
       if (none.size() != 3 || one[0] != 3.0f) failures.push_back(chorus::detail::concat("rank ", r, ": three-rank split gave ", one[0]));
     }
     return failures;
@@ -324,9 +331,11 @@ TEST_CASE("send/recv: a pipeline chain, one thread per rank") {
       for (std::size_t i = 0; i < count; ++i) mine[i] = static_cast<double>(i);
     } else {
       comm.recv(mine.data(), count, r - 1);
+      comm.wait();  // the receive is stream-ordered: read it after the wait
       for (double& v : mine) v += 1.0;  // each stage adds one
     }
     if (r + 1 < comm.size()) comm.send(mine.data(), count, r + 1);
+    comm.wait();
     return std::vector<std::string>{};
   });
   for (int r = 0; r < ranks; ++r) {
@@ -346,6 +355,7 @@ TEST_CASE("send/recv inside group(): an exchange, and several messages on one pa
     team.comm(1).send(b.data(), 3, 0);
     team.comm(1).recv(at1.data(), 3, 0);
   });
+  team.synchronize();
   CHECK(at0 == b);
   CHECK(at1 == a);
   std::vector<float> first = {1.5f}, second = {2.5f}, x = {0.0f}, y = {0.0f};
@@ -355,6 +365,7 @@ TEST_CASE("send/recv inside group(): an exchange, and several messages on one pa
     team.comm(1).recv(x.data(), 1, 0);
     team.comm(1).recv(y.data(), 1, 0);
   });
+  team.synchronize();
   CHECK(x[0] == 1.5f);
   CHECK(y[0] == 2.5f);
 }
@@ -381,16 +392,6 @@ TEST_CASE("send/recv that disagree on the count fail both sides; an unmatched se
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::timeout);
     CHECK(contains(e.what(), "send on rank 1: rank 0 never called recv from rank 1"));
-  }
-}
-
-TEST_CASE("the data-parallel building blocks run over twin views") {
-  Team team(chorus::test::kSanitized ? 2 : 3, small());
-  const std::vector<Outcome> outcomes = on_every_rank(team, [](RankComm& comm) { return dp_checks::check_dp_equals_large_batch(comm); });
-  for (std::size_t r = 0; r < outcomes.size(); ++r) {
-    INFO("rank " << r << ": " << outcomes[r].what);
-    CHECK_FALSE(outcomes[r].threw);
-    CHECK(outcomes[r].failures == std::vector<std::string>{});
   }
 }
 

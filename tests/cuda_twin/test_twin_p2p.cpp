@@ -20,6 +20,7 @@
 namespace test_twin_p2p {
 
 using namespace twin_checks;
+using chorus::Collective;
 using chorus::ErrorCode;
 using chorus::cuda::Transfer;
 using chorus::cuda::twin::Options;
@@ -32,7 +33,7 @@ namespace {
 Options small_fifo(int blocks, std::uint32_t delay_seed = 0) {
   Options options;
   options.blocks = blocks;
-  options.lanes = 3;
+  options.threads = 3;
   options.staging_bytes = 8192;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 48;
@@ -113,6 +114,7 @@ void check_pattern(int n, const std::vector<std::pair<int, int>>& pairs, std::si
   for (int call = 0; call < 2; ++call) {
     buffers.reset();
     team.transfer(buffers.transfers);
+    team.synchronize();
     INFO(name << " " << harness::type_name<T>() << " ranks " << n << " count " << count << " blocks " << options.blocks
               << " call " << call);
     REQUIRE(buffers.first_wrong() == -1);
@@ -162,6 +164,7 @@ TEST_CASE("several transfers between one ordered pair share its FIFO in list ord
   Buffers<float> buffers(pairs, counts);
   Team team(3, small_fifo(2));
   team.transfer(buffers.transfers);
+  team.synchronize();
   REQUIRE(buffers.first_wrong() == -1);
 }
 
@@ -174,10 +177,12 @@ TEST_CASE("repeated transfer calls continue the counters, across the 32-bit wrap
   for (int call = 0; call < 4; ++call) {
     ring.reset();
     team.transfer(ring.transfers);
+    team.synchronize();
     INFO("call " << call);
     REQUIRE(ring.first_wrong() == -1);
     pairs.reset();
     team.transfer(pairs.transfers);
+    team.synchronize();
     REQUIRE(pairs.first_wrong() == -1);
     // A ring all_gather between p2p calls: its own FIFO and counters, untouched by p2p.
     std::vector<std::vector<float>> in(n, std::vector<float>(33, 1.0f)), out(n, std::vector<float>(33 * n));
@@ -187,7 +192,8 @@ TEST_CASE("repeated transfer calls continue the counters, across the 32-bit wrap
       ins.push_back(in[static_cast<std::size_t>(r)].data());
       outs.push_back(out[static_cast<std::size_t>(r)].data());
     }
-    team.all_gather<float>(ins, outs, 33, KernelAlgorithm::ring);
+    team.all_gather<float>(ins, outs, 33, Algorithm::ring);
+    team.synchronize();
     REQUIRE(out[3][33 * 4 - 1] == 1.0f);
   }
   // The counters of the FIFO 0 -> 1 went past 2^32 and wrapped.
@@ -211,21 +217,21 @@ TEST_CASE("a rank that skips a transfer call: its peer's wait is bounded and nam
       Buffers<float> buffers({{0, 1}}, {400});
       Team team(2, small_fifo(1));
       ErrorCode code{};
-      const std::string what = error_of([&] { team.transfer(buffers.transfers, {true, false}); }, code);
+      const std::string what = error_of([&] { team.transfer(buffers.transfers, {}, {true, false}); team.synchronize(); }, code);
       INFO(what);
       CHECK(code == ErrorCode::timeout);
       CHECK(what.find("cuda::twin::Team::transfer on rank 0: p2p block 0 waited 300 ms for rank 1 (p2p FIFO: free slot at the "
                       "receiver, step 4): expected 1, saw 0") != std::string::npos);
       // The team is broken afterwards.
-      const std::string next = error_of([&] { team.transfer(buffers.transfers); }, code);
+      const std::string next = error_of([&] { team.transfer(buffers.transfers); team.synchronize(); }, code);
       CHECK(code == ErrorCode::peer_failed);
-      CHECK(next.find("an earlier call timed out") != std::string::npos);
+      CHECK(next.find("an earlier call failed") != std::string::npos);
     }
     {
       Buffers<float> buffers({{0, 1}, {1, 2}}, {5, 5});
       Team team(3, small_fifo(1));
       ErrorCode code{};
-      const std::string what = error_of([&] { team.transfer(buffers.transfers, {false, true, true}); }, code);
+      const std::string what = error_of([&] { team.transfer(buffers.transfers, {}, {false, true, true}); team.synchronize(); }, code);
       INFO(what);
       CHECK(code == ErrorCode::timeout);
       CHECK(what.find("on rank 1: p2p block 0 waited 300 ms for rank 0 (p2p FIFO: piece from the sender, step 0)") !=
@@ -256,7 +262,8 @@ TEST_CASE("pairwise all_to_all equals the staged one and the definition, in plac
             outs.push_back((*out)[static_cast<std::size_t>(r)].data());
             ins.push_back(in_place ? outs.back() : in[static_cast<std::size_t>(r)].data());
           }
-          team.all_to_all<float>(ins, outs, count, algorithm);
+          team.collective_with<float>(Collective::all_to_all, ins, outs, count, ReduceOp::sum, 0, algorithm);
+          team.synchronize();
         }
         for (int r = 0; r < n; ++r) {
           INFO("ranks " << n << " count " << count << " in place " << in_place << " rank " << r);
@@ -303,14 +310,16 @@ TEST_CASE("bad transfer calls are refused with the call, the rank and the value"
   refused(too_many, ErrorCode::invalid_argument, "0: transfer 8 is this rank's send number 9; one call takes at most 8 sends");
   // Null buffers with count 0 are fine, and nothing above ran: the team still works.
   team.transfer<float>({{0, 1, nullptr, nullptr, 0}, {1, 2, a.data(), c.data(), 16}});
+  team.synchronize();
   CHECK(c == a);
   ErrorCode code{};
-  const std::string what = error_of([&] { team.transfer<float>({}, {true}); }, code);
+  const std::string what = error_of([&] { team.transfer<float>({}, {}, {true}); }, code);
   CHECK(code == ErrorCode::invalid_argument);
   CHECK(what.find("takes_part must be empty or one per rank, got 1") != std::string::npos);
   // pairwise is all_to_all only.
   const std::string other = error_of([&] {
-    team.all_gather<float>({a.data(), b.data(), c.data()}, {a.data(), b.data(), c.data()}, 1, KernelAlgorithm::pairwise);
+    team.collective_with<float>(Collective::all_gather, {a.data(), b.data(), c.data()}, {a.data(), b.data(), c.data()}, 1, ReduceOp::sum, 0,
+                                KernelAlgorithm::pairwise);
   }, code);
   CHECK(code == ErrorCode::unsupported);
   CHECK(other.find("no pairwise kernel for all_gather") != std::string::npos);

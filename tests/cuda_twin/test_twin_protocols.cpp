@@ -21,7 +21,7 @@ namespace {
 Options options_with(int blocks, std::size_t slot, int depth) {
   Options options;
   options.blocks = blocks;
-  options.lanes = 2;
+  options.threads = 2;
   options.staging_bytes = 4096;
   options.ll_bytes = 1024;
   options.fifo_slot_bytes = slot;
@@ -90,7 +90,8 @@ TEST_CASE("an LL reader never sees a flag with another call's data") {
   // One writer publishes lines whose data is a function of the flag; the reader waits for each flag and
   // checks the data that came with it. An 8-byte word is one store, so the two can never disagree.
   chorus::cuda::twin::LaneGroup group(1);
-  const chorus::cuda::twin::HostBlock block(0, 1, 0, group, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+  const std::uint32_t not_aborted = 0;
+  const chorus::cuda::twin::HostBlock block(0, 1, 0, group, std::chrono::steady_clock::now() + std::chrono::seconds(60), &not_aborted);
   std::uint64_t line = 0;
   constexpr std::uint32_t kCalls = 20000;
   std::atomic<std::uint32_t> read_up_to{0};
@@ -121,7 +122,6 @@ TEST_CASE("an LL reader never sees a flag with another call's data") {
 
 TEST_CASE("a rank that skips a call: the others time out with a record, nobody hangs") {
   for (KernelAlgorithm algorithm : kKernelAlgorithms) {
-    Team team(4, options_with(1, 64, 2));
     std::vector<std::vector<float>> in(4, std::vector<float>(256, 1.0f)), out(4, std::vector<float>(256));
     std::vector<const float*> in_ptr;
     std::vector<float*> out_ptr;
@@ -132,9 +132,12 @@ TEST_CASE("a rank that skips a call: the others time out with a record, nobody h
     std::string message;
     ErrorCode code = ErrorCode::internal;
     const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<Team> team;
     with_timeout_ms("300", [&] {
+      team = std::make_unique<Team>(4, options_with(1, 64, 2));
+      team->all_reduce_with<float>(in_ptr, out_ptr, 256, ReduceOp::sum, algorithm, {}, {true, true, false, true});
       try {
-        team.all_reduce<float>(in_ptr, out_ptr, 256, ReduceOp::sum, algorithm, {true, true, false, true});
+        team->synchronize();  // the call only enqueued the launch: its timeout shows here
       } catch (const chorus::Error& e) {
         message = e.what();
         code = e.code();
@@ -150,7 +153,7 @@ TEST_CASE("a rank that skips a call: the others time out with a record, nobody h
     if (algorithm != KernelAlgorithm::ring) CHECK(message.find("for rank 2") != std::string::npos);
     // A team whose call timed out refuses further calls instead of running on inconsistent counters.
     try {
-      team.all_reduce<float>(in_ptr, out_ptr, 256, ReduceOp::sum, algorithm);
+      team->all_reduce_with<float>(in_ptr, out_ptr, 256, ReduceOp::sum, algorithm);
       FAIL("a broken team ran a call");
     } catch (const chorus::Error& e) {
       CHECK(e.code() == ErrorCode::peer_failed);
@@ -187,9 +190,6 @@ TEST_CASE("LL buffers are cleared when the flag wraps, so a stale line with the 
   {
     // A rank that skips the wrapping call: the stale lines would let the others finish with its "data";
     // they must time out instead.
-    Team team(4, options_with(1, 64, 2));
-    team.advance_counters_to(0xffffffffu);
-    plant_stale_lines(team, after_wrap);
     std::vector<std::vector<float>> in(4, std::vector<float>(8, 1.0f)), out(4, std::vector<float>(8));
     std::vector<const float*> in_ptr;
     std::vector<float*> out_ptr;
@@ -199,8 +199,12 @@ TEST_CASE("LL buffers are cleared when the flag wraps, so a stale line with the 
     }
     ErrorCode code = ErrorCode::internal;
     with_timeout_ms("300", [&] {
+      Team team(4, options_with(1, 64, 2));
+      team.advance_counters_to(0xffffffffu);
+      plant_stale_lines(team, after_wrap);
+      team.all_reduce_with<float>(in_ptr, out_ptr, 8, ReduceOp::sum, KernelAlgorithm::ll_one_shot, {}, {true, true, true, false});
       try {
-        team.all_reduce<float>(in_ptr, out_ptr, 8, ReduceOp::sum, KernelAlgorithm::ll_one_shot, {true, true, true, false});
+        team.synchronize();
       } catch (const chorus::Error& e) {
         code = e.code();
       }
@@ -223,20 +227,20 @@ TEST_CASE("bad arguments are refused with the call, the rank and the value") {
   };
   refused([] { Team(0); }, "ranks must be 1..8, got 0");
   refused([] { Team(9); }, "ranks must be 1..8, got 9");
-  refused([] { Options o; o.blocks = 33; Team(2, o); }, "blocks must be 1..32, got 33");
-  refused([] { Options o; o.lanes = 0; Team(2, o); }, "lanes must be 1..64, got 0");
+  refused([] { Options o; o.blocks = 33; Team(2, o); }, "threads must be 1..64 and blocks 1..32, got 4 and 33");
+  refused([] { Options o; o.threads = 0; Team(2, o); }, "threads must be 1..64 and blocks 1..32, got 0 and 2");
   refused([] { Options o; o.fifo_depth = 1; Team(2, o); }, "a power-of-two number of slots, at least 2, of 16 bytes or more, got 1 of");
   refused([] { Options o; o.fifo_depth = 3; Team(2, o); }, "a power-of-two number of slots, at least 2, of 16 bytes or more, got 3 of");
-  refused([] { Options o; o.staging_bytes = 256; Team(8, o); }, "staging_bytes 256 is too small for 8 ranks");
-  refused([] { Options o; o.ll_bytes = 64; Team(8, o); }, "ll_bytes 64 is too small");
+  refused([] { Options o; o.staging_bytes = 256; Team(8, o); }, "staging_bytes 256 or ll_bytes 16384 too small for 8 ranks");
+  refused([] { Options o; o.ll_bytes = 64; Team(8, o); }, "or ll_bytes 64 too small");
   refused([] { Options o; o.ring_orders = {{0, 0, 1}}; Team(3, o); }, "ring_orders[0] must be a permutation of 0..2: entry 1 is 0 (repeated)");
   Team team(2);
   std::vector<float> a(4), b(4);
-  refused([&] { team.all_reduce<float>({a.data()}, {b.data()}, 4, ReduceOp::sum, KernelAlgorithm::ring); },
+  refused([&] { team.all_reduce<float>({a.data()}, {b.data()}, 4, ReduceOp::sum, Algorithm::ring); },
           "one input and one output per rank (2), got 1 and 1");
-  refused([&] { team.all_reduce<float>({a.data(), nullptr}, {b.data(), b.data()}, 4, ReduceOp::sum, KernelAlgorithm::ring); },
+  refused([&] { team.all_reduce<float>({a.data(), nullptr}, {b.data(), b.data()}, 4, ReduceOp::sum, Algorithm::ring); },
           "on rank 1: null buffer with count 4");
-  refused([&] { team.all_reduce<float>({a.data(), a.data()}, {b.data(), b.data()}, SIZE_MAX / 2, ReduceOp::sum, KernelAlgorithm::ring); },
+  refused([&] { team.all_reduce<float>({a.data(), a.data()}, {b.data(), b.data()}, SIZE_MAX / 2, ReduceOp::sum, Algorithm::ring); },
           "overflows the byte size");
 }
 

@@ -42,7 +42,7 @@ RingOrders three_rings(int n) {
 Options ring_options(RingOrders orders) {
   Options options;
   options.blocks = kBlocks;
-  options.lanes = 2;
+  options.threads = 2;
   options.staging_bytes = 4096;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 64;  // 16 floats: the larger count takes many slots per block
@@ -101,7 +101,7 @@ std::vector<std::vector<T>> host_outputs(const Call& c, const std::vector<int>& 
 template <class T>
 bool check_multi_ring(Team& team, const Call& c, std::uint32_t seed) {
   const int n = team.size();
-  const RingOrders& orders = team.options().ring_orders;
+  const RingOrders& orders = team.ring_orders();
   std::vector<std::vector<T>> inputs;
   for (int r = 0; r < n; ++r) {
     const std::size_t sends = chorus::send_count(c.collective, c.count, n);
@@ -209,7 +209,7 @@ TEST_CASE("bad ring_orders are refused naming the ring and the value") {
   refused({{-1, 0, 1}}, 3, "ring_orders[0] must be a permutation of 0..2: entry 0 is -1 (not a rank)");
   // Eight rings is the limit, not past it; empty means one identity ring.
   CHECK(Team(2, ring_options(RingOrders(8, std::vector<int>{1, 0}))).options().ring_orders.size() == 8);
-  CHECK(Team(3).options().ring_orders == RingOrders{{0, 1, 2}});
+  CHECK(Team(3).ring_orders() == RingOrders{{0, 1, 2}});
 }
 
 }  // namespace test_twin_rings

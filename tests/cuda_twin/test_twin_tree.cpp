@@ -19,6 +19,7 @@
 namespace test_twin_tree {
 
 using namespace twin_checks;
+using chorus::Collective;
 using chorus::ErrorCode;
 using chorus::cuda::twin::Options;
 using chorus::cuda::twin::Team;
@@ -31,7 +32,7 @@ namespace {
 Options small_options(int blocks, int lanes, std::uint32_t seed = 0, std::vector<int> order = {}) {
   Options options;
   options.blocks = blocks;
-  options.lanes = lanes;
+  options.threads = lanes;
   options.staging_bytes = 4096;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 64;
@@ -140,7 +141,8 @@ template <class T>
 void check_tree(Team& team, std::size_t count, ReduceOp op, bool in_place, std::size_t offset, std::uint32_t seed) {
   const auto inputs = inputs_for<T>(team.size(), count, op, seed);
   Buffers<T> b(inputs, in_place, offset);
-  team.all_reduce<T>(b.in_ptr, b.out_ptr, count, op, KernelAlgorithm::tree);
+  team.all_reduce<T>(b.in_ptr, b.out_ptr, count, op, Algorithm::tree);  // the Algorithm maps to the tree kernel
+  team.synchronize();
   require_all_equal(b, tree_reference(inputs, op),
                     std::string("tree ") + harness::type_name<T>() + " " + chorus::to_string(op) + " ranks " +
                         std::to_string(team.size()) + " count " + std::to_string(count) + (in_place ? " in place" : ""));
@@ -152,7 +154,8 @@ void check_broadcast(Team& team, std::size_t count, int root, bool in_place, std
   Buffers<T> b(inputs, in_place, 0);
   std::vector<const T*> in_ptr(b.in_ptr.size(), nullptr);  // only the root's input is read
   in_ptr[static_cast<std::size_t>(root)] = b.in_ptr[static_cast<std::size_t>(root)];
-  team.broadcast<T>(in_ptr, b.out_ptr, count, root, KernelAlgorithm::ring);
+  team.broadcast<T>(in_ptr, b.out_ptr, count, root, Algorithm::chain);  // the chain kernel (named ring)
+  team.synchronize();
   require_all_equal(b, inputs[static_cast<std::size_t>(root)],
                     std::string("chain broadcast ") + harness::type_name<T>() + " ranks " + std::to_string(team.size()) +
                         " count " + std::to_string(count) + " root " + std::to_string(root));
@@ -165,7 +168,8 @@ void check_reduce(Team& team, const std::vector<int>& order, std::size_t count, 
   Buffers<T> b(inputs, in_place, 0);
   std::vector<T*> out_ptr(b.out_ptr.size(), nullptr);  // only the root's output is written
   out_ptr[static_cast<std::size_t>(root)] = b.out_ptr[static_cast<std::size_t>(root)];
-  team.reduce<T>(b.in_ptr, out_ptr, count, op, root, KernelAlgorithm::ring);
+  team.reduce<T>(b.in_ptr, out_ptr, count, op, root, Algorithm::chain);
+  team.synchronize();
   INFO("chain reduce " << harness::type_name<T>() << " " << chorus::to_string(op) << " ranks " << team.size() << " count "
                        << count << " root " << root);
   REQUIRE(first_difference(bytes_of(b.result(root)), bytes_of(chain_reference(inputs, op, root, order))) == -1);
@@ -345,7 +349,6 @@ TEST_CASE("a rank that skips a tree or chain call: the others time out naming wh
   };
   for (const Case c : {Case{"tree", 2}, Case{"tree", 0}, Case{"broadcast", 3}, Case{"reduce", 1}}) {
     const int n = 5;
-    Team team(n, small_options(1, 2));
     std::vector<std::vector<float>> in(n, std::vector<float>(256, 1.0f)), out(n, std::vector<float>(256));
     std::vector<const float*> in_ptr;
     std::vector<float*> out_ptr;
@@ -357,12 +360,15 @@ TEST_CASE("a rank that skips a tree or chain call: the others time out naming wh
     takes_part[static_cast<std::size_t>(c.skipped)] = false;
     std::string message;
     ErrorCode code = ErrorCode::internal;
+    std::unique_ptr<Team> team;
     with_timeout_ms("300", [&] {
+      team = std::make_unique<Team>(n, small_options(1, 2));
+      const std::string name = c.name;
+      const Collective collective = name == "tree" ? Collective::all_reduce : name == "broadcast" ? Collective::broadcast : Collective::reduce;
+      const KernelAlgorithm kernel = name == "tree" ? KernelAlgorithm::tree : KernelAlgorithm::ring;
+      team->collective_with<float>(collective, in_ptr, out_ptr, 256, ReduceOp::sum, 4, kernel, {}, takes_part);
       try {
-        const std::string name = c.name;
-        if (name == "tree") team.all_reduce<float>(in_ptr, out_ptr, 256, ReduceOp::sum, KernelAlgorithm::tree, takes_part);
-        if (name == "broadcast") team.broadcast<float>(in_ptr, out_ptr, 256, 4, KernelAlgorithm::ring, takes_part);
-        if (name == "reduce") team.reduce<float>(in_ptr, out_ptr, 256, ReduceOp::sum, 4, KernelAlgorithm::ring, takes_part);
+        team->synchronize();
       } catch (const chorus::Error& e) {
         message = e.what();
         code = e.code();
@@ -384,7 +390,7 @@ TEST_CASE("a rank that skips a tree or chain call: the others time out naming wh
     if (name == "tree" && c.skipped == 2) CHECK(message.find("on rank 0: tree block 0 waited 300 ms for rank 4") != std::string::npos);
     if (name == "tree" && c.skipped == 0) CHECK(message.find("on rank 1: tree block 0 waited 300 ms for rank 0") != std::string::npos);
     try {
-      team.all_reduce<float>(in_ptr, out_ptr, 256, ReduceOp::sum, KernelAlgorithm::tree);
+      team->all_reduce<float>(in_ptr, out_ptr, 256, ReduceOp::sum, Algorithm::tree);
       FAIL("a broken team ran a call");
     } catch (const chorus::Error& e) {
       CHECK(e.code() == ErrorCode::peer_failed);
@@ -407,9 +413,12 @@ TEST_CASE("tree and chain are refused where they do not apply") {
       CHECK(std::string(e.what()).find(text) != std::string::npos);
     }
   };
-  refused([&] { team.broadcast<float>(in, out, 4, 0, KernelAlgorithm::tree); }, "no tree kernel for broadcast");
-  refused([&] { team.reduce<float>(in, out, 4, ReduceOp::sum, 1, KernelAlgorithm::tree); }, "no tree kernel for reduce");
-  refused([&] { team.all_gather<float>(in, {a.data(), b.data(), c.data()}, 1, KernelAlgorithm::tree); }, "no tree kernel for all_gather");
+  const auto with = [&](Collective collective) {
+    return [&, collective] { team.collective_with<float>(collective, in, out, 1, ReduceOp::sum, 1, KernelAlgorithm::tree); };
+  };
+  refused(with(Collective::broadcast), "no tree kernel for broadcast");
+  refused(with(Collective::reduce), "no tree kernel for reduce");
+  refused(with(Collective::all_gather), "no tree kernel for all_gather");
   CHECK(std::string(kernel::to_string(KernelAlgorithm::tree)) == "tree");
   CHECK(std::string(kernel::to_string(kernel::WaitKind::tree_down_free)) == "tree broadcast: free slot at a child");
 }

@@ -105,7 +105,8 @@ Outputs run_both(chorus::cuda::twin::Team& team, const std::vector<int>& ring_or
     in_ptr.push_back(i.data() + offset);
     out_ptr.push_back(in_place ? i.data() + offset : o.data() + offset);
   }
-  team.all_reduce<T>(in_ptr, out_ptr, count, op, algorithm);
+  team.all_reduce_with<T>(in_ptr, out_ptr, count, op, algorithm);
+  team.synchronize();  // the twin is asynchronous, as a GPU: results may be read after the wait
   Outputs result;
   for (int r = 0; r < n; ++r) {
     const T* got = out_ptr[static_cast<std::size_t>(r)];
@@ -123,10 +124,11 @@ Outputs run_both(chorus::cuda::twin::Team& team, const std::vector<int>& ring_or
   return result;
 }
 
-// Runs `fn` with CHORUS_TIMEOUT_MS at `ms`, restoring it after (a timeout case that ends in a fraction of a second).
+// Runs `fn` with the kernels' bound (CHORUS_KERNEL_TIMEOUT_MS) at `ms`, restoring it after (a timeout case
+// that ends in a fraction of a second). A team reads the bound when it is made: make it inside `fn`.
 template <class Fn>
 void with_timeout_ms(const char* ms, Fn&& fn) {
-  const support::ScopedEnv timeout("CHORUS_TIMEOUT_MS", ms);
+  const support::ScopedEnv timeout("CHORUS_KERNEL_TIMEOUT_MS", ms);
   fn();
 }
 

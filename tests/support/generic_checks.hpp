@@ -1,7 +1,9 @@
 // Checks written once against the communicator contract (core/communicator.hpp) and run on every
 // communicator: host::Comm, the mailbox fake, and later MPI and GPU backends. Each rank runs
 // generic_checks(comm) and gets back the failures it saw as text (Catch2 assertions are not
-// thread-safe, so the main thread asserts on what every rank returns).
+// thread-safe, so the main thread asserts on what every rank returns). Results are read, and buffers
+// released, only after comm.wait(): the contract's one completion rule (a no-op where calls complete on
+// return; on a device communicator, until the work enqueued so far has run).
 #pragma once
 
 #include <chorus/core/collective.hpp>
@@ -67,6 +69,7 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
         for (std::size_t i = 0; i < count; ++i) want[i] = sum_over_ranks<float>(n, i);
         float* recv = in_place ? in.data() : out.data();
         comm.all_reduce(in.data(), recv, count, chorus::ReduceOp::sum);
+        comm.wait();
         f.expect(where("all_reduce", "typed", count, in_place, r), in_place ? in : out, want);
       }
       // all_reduce, type-erased, with a forced algorithm.
@@ -76,6 +79,7 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
         void* recv = in_place ? static_cast<void*>(in.data()) : static_cast<void*>(out.data());
         comm.all_reduce(static_cast<const void*>(in.data()), recv, count, chorus::DataType::int32,
                         chorus::ReduceOp::sum, forced);
+        comm.wait();
         f.expect(where("all_reduce", "erased", count, in_place, r), in_place ? in : out, want);
       }
       // reduce_scatter: recv == send + rank*count in place.
@@ -84,6 +88,7 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
         for (std::size_t i = 0; i < count; ++i) want[i] = sum_over_ranks<float>(n, static_cast<std::size_t>(r) * count + i);
         float* recv = in_place ? in.data() + static_cast<std::size_t>(r) * count : out.data();
         comm.reduce_scatter(in.data(), recv, count, chorus::ReduceOp::sum);
+        comm.wait();
         f.expect(where("reduce_scatter", "typed", count, in_place, r), std::vector<float>(recv, recv + count), want);
       }
       // all_gather (erased): send == recv + rank*count in place.
@@ -100,6 +105,7 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
         }
         comm.all_gather(static_cast<const void*>(send), static_cast<void*>(gathered.data()), count,
                         chorus::DataType::int32);
+        comm.wait();
         f.expect(where("all_gather", "erased", count, in_place, r), gathered, want);
       }
       // broadcast and reduce from the last rank.
@@ -108,11 +114,13 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
         std::vector<float> data = r == root ? values<float>(root, count) : std::vector<float>(count, -99.0f);
         std::vector<float> out(count, -99.0f);
         comm.broadcast(data.data(), in_place ? data.data() : out.data(), count, root);
+        comm.wait();
         f.expect(where("broadcast", "typed", count, in_place, r), in_place ? data : out, values<float>(root, count));
 
         std::vector<float> in = values<float>(r, count), got(count, -99.0f), want(count);
         for (std::size_t i = 0; i < count; ++i) want[i] = sum_over_ranks<float>(n, i);
         comm.reduce(in.data(), in_place ? in.data() : got.data(), count, chorus::ReduceOp::sum, root);
+        comm.wait();
         if (r == root) f.expect(where("reduce", "typed", count, in_place, r), in_place ? in : got, want);
       }
       // all_to_all: block p of rank r's output is block r of rank p's input.
@@ -124,6 +132,7 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
         }
         float* recv = in_place ? in.data() : out.data();
         comm.all_to_all(in.data(), recv, count);
+        comm.wait();
         f.expect(where("all_to_all", "typed", count, in_place, r), in_place ? in : out, want);
       }
     }
@@ -140,12 +149,15 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
       comm.recv(theirs.data(), theirs.size(), prev);
       comm.send(mine.data(), mine.size(), next);
     }
+    comm.wait();
     f.expect(where("send/recv", "typed", 5, false, r), theirs, std::vector<double>(5, prev));
     if (r == 0) {
       const std::vector<std::int32_t> payload = {7, 8, 9};
       comm.send(static_cast<const void*>(payload.data()), payload.size(), chorus::DataType::int32, n - 1);
+      comm.wait();  // payload is read when the transfer runs: keep it until then
     } else if (r == n - 1) {
       comm.recv(static_cast<void*>(erased.data()), erased.size(), chorus::DataType::int32, 0);
+      comm.wait();
       f.expect(where("send/recv", "erased", 3, false, r), erased, std::vector<std::int32_t>{7, 8, 9});
     }
   }
@@ -156,6 +168,7 @@ std::vector<std::string> generic_checks(Comm& comm, chorus::Algorithm forced = c
   if (half.size() != members) f.fail(chorus::detail::concat("split gave size ", half.size(), " on rank ", r));
   std::vector<std::int32_t> one = {1, r};
   half.all_reduce(one.data(), one.data(), 2, chorus::ReduceOp::sum);
+  half.wait();
   std::int32_t rank_sum = 0;
   for (int p = r % 2; p < n; p += 2) rank_sum += p;
   f.expect(where("all_reduce after split", "typed", 2, true, r), one, std::vector<std::int32_t>{members, rank_sum});

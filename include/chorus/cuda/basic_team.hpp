@@ -82,7 +82,11 @@ class BasicTeam {
   }
   BasicTeam(const BasicTeam&) = delete;
   BasicTeam& operator=(const BasicTeam&) = delete;
-  ~BasicTeam() { release(); }
+  // The views' state goes first: its barrier ints are freed after the team's work, while the team still is.
+  ~BasicTeam() {
+    comm_state_.reset();
+    release();
+  }
 
   int size() const { return static_cast<int>(devices_.size()); }
   int device(int rank) const { return devices_.at(static_cast<std::size_t>(rank)); }
@@ -211,7 +215,7 @@ class BasicTeam {
   // leaving the team usable, while a stream it launched on is being captured (a graph cannot be waited for).
   void synchronize() {
     const char* call = call_name<Device>("Team::synchronize");
-    if (size() == 0) return;
+    if (scratch_.empty()) return;  // a moved-from or released team has no work
     const typename Device::CurrentGuard keep_device;
     for (std::size_t first = 0; first < devices_.size(); first += group_size()) {
       if (launched_[first] && device_of(first).capturing(last_stream_[first])) {
@@ -540,6 +544,7 @@ class BasicTeam {
     states_.clear();
     views_.clear();
     order_.clear();
+    launched_.clear();
     timeouts_host_ = nullptr;
     timeouts_device_ = nullptr;
   }

@@ -151,8 +151,11 @@ class TwinDevice {
   // Freed-while-running count of device `ordinal` (see free()).
   static long freed_while_running(int ordinal = 0) { return state_of(ordinal).freed_while_running.load(); }
 
-  // The CUDA device guard's twin: nothing to restore.
-  struct CurrentGuard {};
+  // The CUDA device guard's twin: nothing to restore (declared so, not defaulted: a guard is not "unused").
+  struct CurrentGuard {
+    CurrentGuard() {}   // NOLINT(modernize-use-equals-default)
+    ~CurrentGuard() {}  // NOLINT(modernize-use-equals-default)
+  };
 
  private:
   struct State {
