@@ -62,6 +62,7 @@ class CountingComm {
   template <class... A> void send(A... a) { ++others, inner_->send(a...); }
   template <class... A> void recv(A... a) { ++others, inner_->recv(a...); }
   void barrier() { inner_->barrier(); }
+  void wait() { inner_->wait(); }
   CountingComm split(int color, int key) {
     CountingComm child(*inner_);
     child.owned_ = std::make_shared<Comm>(inner_->split(color, key));

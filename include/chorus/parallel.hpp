@@ -3,7 +3,9 @@
 // linear LR scaling, ZeRO-1), tensor parallelism (column/row-parallel linear layers, the MLP,
 // sequence parallelism, vocab-parallel cross-entropy, per-rank RNG seeds) and pipeline
 // parallelism (schedules as data, their simulator, and an executor). Needs no GPU toolchain and
-// no MPI.
+// no MPI. What copies or computes with the CPU takes host-memory communicators only
+// (require_host_memory, core/memory_space.hpp); MeshComms, the sampler, average_parameters and
+// LocalSgd never touch the buffers and take any.
 #pragma once
 
 #include "parallel/mesh.hpp"

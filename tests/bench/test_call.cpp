@@ -47,6 +47,7 @@ struct FakeComm {
   void send(const void*, std::size_t, chorus::DataType, int) {}
   void recv(void*, std::size_t, chorus::DataType, int) {}
   FakeComm split(int, int) { return {}; }
+  void wait() {}
 
   template <class T>
   void all_reduce(const T* s, T* r, std::size_t c, ReduceOp o, Algorithm a = Algorithm::automatic) {

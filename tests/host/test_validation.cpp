@@ -163,6 +163,32 @@ TEST_CASE("send and recv check their peer", "[validation]") {
   expect_invalid(2, [&](Comm& c) { c.recv<int>(nullptr, 1, 1 - c.rank()); }, "recv", "data buffer is null");
 }
 
+TEST_CASE("send and recv refuse a bad type and give the shared check's messages", "[validation]") {
+  // runtime::check_point_to_point: the same words on every backend.
+  const auto messages = [](int ranks, const std::function<void(Comm&)>& bad) {
+    std::vector<std::string> got;
+    for (const Outcome& o : each_rank(ranks, bad)) {
+      CHECK(o.code == ErrorCode::invalid_argument);
+      CHECK(o.still_works);
+      got.push_back(o.message);
+    }
+    return got;
+  };
+  int value = 0;
+  CHECK(messages(2, [&](Comm& c) { c.send(&value, 1, static_cast<chorus::DataType>(42), 1 - c.rank()); }) ==
+        std::vector<std::string>{"chorus::send on rank 0: data type 42 is not a chorus::DataType",
+                                 "chorus::send on rank 1: data type 42 is not a chorus::DataType"});
+  CHECK(messages(2, [&](Comm& c) { c.recv(&value, 1, static_cast<chorus::DataType>(-3), 1 - c.rank()); }) ==
+        std::vector<std::string>{"chorus::recv on rank 0: data type -3 is not a chorus::DataType",
+                                 "chorus::recv on rank 1: data type -3 is not a chorus::DataType"});
+  CHECK(messages(2, [&](Comm& c) { c.send(&value, 1, 2); }) ==
+        std::vector<std::string>{"chorus::send on rank 0: peer 2 is not a rank of this 2-rank communicator",
+                                 "chorus::send on rank 1: peer 2 is not a rank of this 2-rank communicator"});
+  CHECK(messages(2, [&](Comm& c) { c.send<int>(nullptr, 4, 1 - c.rank()); }) ==
+        std::vector<std::string>{"chorus::send on rank 0: data buffer is null with count 4",
+                                 "chorus::send on rank 1: data buffer is null with count 4"});
+}
+
 TEST_CASE("buffers that overlap without being in place are refused", "[validation]") {
   std::vector<float> buffer(16);
   expect_invalid(2, [&](Comm& c) { c.all_reduce(buffer.data(), buffer.data() + 1, 4, ReduceOp::sum); }, "all_reduce",

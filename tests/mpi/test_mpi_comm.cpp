@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mpi_harness.hpp"
+#include "support/communicator_table.hpp"
 #include "support/generic_checks.hpp"
 
 using chorus::Algorithm;
@@ -100,6 +101,46 @@ TEST_CASE("a bad argument fails on its rank alone and leaves the communicator us
   CHECK(null_buffer.code == ErrorCode::invalid_argument);
   comm.all_reduce(data.data(), data.data(), data.size(), ReduceOp::sum);
   CHECK(data[7] == static_cast<float>(comm.size()));
+}
+
+// Host memory, complete on return, as docs/communicator.md's row says; wait() returns at once and refuses a
+// null communicator, default-constructed or from split with a negative colour.
+template <class Comm>
+void check_completion(const char* row_name) {
+  STATIC_REQUIRE(chorus::memory_space_v<Comm> == chorus::MemorySpace::host);
+  STATIC_REQUIRE(chorus::completes_on_return_v<Comm>);
+  const support::CommunicatorRow row = support::table_row(row_name);
+  CHECK(row.memory == chorus::memory_space_v<Comm>);
+  CHECK(row.completes_on_return == chorus::completes_on_return_v<Comm>);
+  Comm comm(MPI_COMM_WORLD);
+  int x = comm.rank() + 1;
+  comm.all_reduce(&x, &x, 1, ReduceOp::sum);
+  comm.wait();
+  CHECK(x == comm.size() * (comm.size() + 1) / 2);
+  comm.barrier();  // wait() is not collective: the ranks are still in step
+  const std::string refused = "chorus::wait: called on a null communicator";
+  CHECK_THAT(attempt([] { Comm().wait(); }).message, Catch::StartsWith(refused));
+  Comm none = comm.split(-1, 0);
+  CHECK_THAT(attempt([&] { none.wait(); }).message, Catch::StartsWith(refused));
+}
+
+TEST_CASE("mpi::Comm and NativeComm complete on return; wait() is a check and nothing else", "[mpi][completion]") {
+  check_completion<chorus::mpi::Comm>("chorus::mpi::Comm");
+  check_completion<chorus::mpi::NativeComm>("chorus::mpi::NativeComm");
+}
+
+TEST_CASE("send and recv give the shared check's messages over MPI", "[mpi][errors]") {
+  chorus::mpi::Comm comm(MPI_COMM_WORLD);
+  const std::string me = "chorus::send on rank " + std::to_string(comm.rank()) + ": ";
+  int value = 0;
+  CHECK(attempt([&] { comm.send(&value, 1, comm.size()); }).message ==
+        me + "peer " + std::to_string(comm.size()) + " is not a rank of this " + std::to_string(comm.size()) +
+            "-rank communicator");
+  CHECK(attempt([&] { comm.send<int>(nullptr, 2, (comm.rank() + 1) % comm.size()); }).message ==
+        me + "data buffer is null with count 2");
+  CHECK(attempt([&] { comm.send(&value, 1, static_cast<chorus::DataType>(42), (comm.rank() + 1) % comm.size()); }).message ==
+        me + "data type 42 is not a chorus::DataType");
+  comm.barrier();  // nothing was sent: the communicator still works
 }
 
 TEST_CASE("ranks that pass different counts all get chorus::Error", "[mpi][mismatch]") {

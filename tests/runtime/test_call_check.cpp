@@ -1,6 +1,6 @@
 // Backend-neutral call checking: every bad argument is refused before any communication with a
 // message naming the call, the rank and the value; in-place detection follows each collective's
-// layout; the descriptor carries only what ranks must agree on.
+// layout; the descriptor carries only what ranks must agree on; send's and recv's one shared check.
 #include <catch2/catch.hpp>
 
 #include <chorus/runtime/call_check.hpp>
@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace test_call_check {
@@ -125,6 +126,37 @@ TEST_CASE("the descriptor keeps only what ranks must agree on", "[call_check]") 
   CHECK(d.kind == chorus::runtime::CallKind::all_gather);
   CHECK(d.count == 1);
   CHECK(d.type == DataType::float32);
+}
+
+TEST_CASE("send and recv have one argument check, naming the call, the rank and the value", "[call_check]") {
+  using chorus::runtime::check_point_to_point;
+  const auto error = [](auto&& check) -> std::string {
+    try {
+      check();
+    } catch (const chorus::Error& e) {
+      CHECK(e.code() == chorus::ErrorCode::invalid_argument);
+      return e.what();
+    }
+    return "no error";
+  };
+  double d[3] = {};
+  CHECK(check_point_to_point("send", 1, 4, d, 3, DataType::float64, 2) == 3 * sizeof(double));
+  CHECK(check_point_to_point("recv", 0, 2, nullptr, 0, DataType::int8, 1) == 0);  // null is fine with count 0
+  CHECK(error([&] { check_point_to_point("send", 1, 4, d, 3, DataType::float64, 4); }) ==
+        "chorus::send on rank 1: peer 4 is not a rank of this 4-rank communicator");
+  CHECK(error([&] { check_point_to_point("recv", 1, 4, d, 3, DataType::float64, -1); }) ==
+        "chorus::recv on rank 1: peer -1 is not a rank of this 4-rank communicator");
+  CHECK(error([&] { check_point_to_point("send", 2, 4, d, 3, DataType::float64, 2); }) ==
+        "chorus::send on rank 2: peer 2 is this rank itself (a synchronous send to self would never complete)");
+  CHECK(error([&] { check_point_to_point("recv", 3, 4, nullptr, 5, DataType::float64, 0); }) ==
+        "chorus::recv on rank 3: data buffer is null with count 5");
+  CHECK(error([&] { check_point_to_point("send", 0, 2, d, 3, static_cast<DataType>(42), 1); }) ==
+        "chorus::send on rank 0: data type 42 is not a chorus::DataType");
+  CHECK_THAT(error([&] { check_point_to_point("send", 0, 2, d, std::numeric_limits<std::size_t>::max() / 4, DataType::float64, 1); }),
+             Catch::StartsWith("chorus::send on rank 0: count ") && Catch::Contains("overflows the address space"));
+  // A rank of a split communicator is named in its team too.
+  CHECK(error([&] { check_point_to_point("send", chorus::RankName(0, 5), 2, d, 1, DataType::float64, 7); }) ==
+        "chorus::send on rank 0 (team rank 5): peer 7 is not a rank of this 2-rank communicator");
 }
 
 }  // namespace test_call_check

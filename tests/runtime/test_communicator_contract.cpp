@@ -39,6 +39,7 @@ struct NoErasedReduceScatter {
   void send(const void*, std::size_t, DataType, int);
   void recv(void*, std::size_t, DataType, int);
   void barrier();
+  void wait();
   NoErasedReduceScatter split(int, int);
 };
 
@@ -47,6 +48,12 @@ struct Minimal : NoErasedReduceScatter {
   using NoErasedReduceScatter::reduce_scatter;
   void reduce_scatter(const void*, void*, std::size_t, DataType, ReduceOp);
   Minimal split(int, int);
+};
+
+// Everything but wait().
+struct NoWait : Minimal {
+  void wait() = delete;
+  NoWait split(int, int);
 };
 
 // all_reduce without the optional Algorithm, and split returning the wrong type.
@@ -81,6 +88,12 @@ TEST_CASE("a type missing any member is not a communicator, and the trait says w
   STATIC_REQUIRE_FALSE(S::split);       // split must return the communicator type
   STATIC_REQUIRE_FALSE(S::broadcast);
   STATIC_REQUIRE(S::barrier);
+
+  using W = chorus::contract::Requirements<NoWait>;
+  STATIC_REQUIRE_FALSE(chorus::is_communicator_v<NoWait>);
+  STATIC_REQUIRE(W::typed);
+  STATIC_REQUIRE(W::erased);
+  STATIC_REQUIRE_FALSE(W::wait);  // completion is part of the contract
 
   STATIC_REQUIRE_FALSE(chorus::is_communicator_v<int>);
   STATIC_REQUIRE_FALSE(chorus::is_communicator_v<std::vector<float>>);

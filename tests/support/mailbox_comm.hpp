@@ -3,7 +3,8 @@
 // reading peers' memory as the host backend does. It runs the same schedules through the same step
 // interpreter (runtime/interpreter.hpp) with its own transport, so it checks that the seam is
 // real, and generic tests run on it and on host::Comm alike. No mismatch detection and no fault
-// propagation beyond a bounded wait: it is a fake, not a backend.
+// propagation beyond a bounded wait: it is a fake, not a backend. Its argument checks are the
+// backends' (runtime/call_check.hpp), so a test of the shared checks can run on it too.
 #pragma once
 
 #include <chorus/algo/build.hpp>
@@ -13,6 +14,7 @@
 #include <chorus/runtime/element_ops.hpp>
 #include <chorus/runtime/interpreter.hpp>
 #include <chorus/runtime/schedule_cache.hpp>
+#include <chorus/runtime/validate.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -106,26 +108,32 @@ class QueueTransport {
 class Comm : public chorus::runtime::CollectiveFront<Comm> {
  public:
   Comm(std::shared_ptr<World> world, int rank) : world_(std::move(world)), rank_(rank) {}
+  Comm(Comm&&) noexcept = default;  // the moved-from Comm is null: every call on it throws
+  Comm& operator=(Comm&&) noexcept = default;
 
-  int rank() const { return rank_; }
-  int size() const { return world_->size; }
+  int rank() const { return world_ ? rank_ : -1; }
+  int size() const { return world_ ? world_->size : 0; }
 
   // The collectives, typed and type-erased, and typed send/recv: the same front as chorus's own backends.
   using chorus::runtime::CollectiveFront<Comm>::send;
   using chorus::runtime::CollectiveFront<Comm>::recv;
 
   void send(const void* data, std::size_t count, chorus::DataType type, int peer) {
-    put(*world_, world_->message_queues[index(rank_, peer)], static_cast<const std::byte*>(data),
-        count * chorus::size_of(type));
+    const std::size_t bytes = checked_message("send", data, count, type, peer);
+    put(*world_, world_->message_queues[index(rank_, peer)], static_cast<const std::byte*>(data), bytes);
   }
   void recv(void* data, std::size_t count, chorus::DataType type, int peer) {
+    const std::size_t bytes = checked_message("recv", data, count, type, peer);
     const Bytes message = take(*world_, world_->message_queues[index(peer, rank_)], "recv", rank_, peer);
-    if (message.size() != count * chorus::size_of(type)) {
-      throw chorus::make_error(chorus::ErrorCode::mismatch, "recv", rank_, "expected ", count * chorus::size_of(type),
-                               " bytes from rank ", peer, ", got ", message.size());
+    if (message.size() != bytes) {
+      throw chorus::make_error(chorus::ErrorCode::mismatch, "recv", rank_, "expected ", bytes, " bytes from rank ", peer,
+                               ", got ", message.size());
     }
     std::copy(message.begin(), message.end(), static_cast<std::byte*>(data));
   }
+
+  // Calls complete on return (host memory): nothing to wait for, but a null Comm is refused.
+  void wait() const { chorus::runtime::check_comm("wait", world_ != nullptr); }
 
   void barrier() {
     std::uint8_t token = 0;
@@ -157,6 +165,11 @@ class Comm : public chorus::runtime::CollectiveFront<Comm> {
  private:
   std::size_t index(int from, int to) const { return static_cast<std::size_t>(from * world_->size + to); }
 
+  std::size_t checked_message(const char* name, const void* data, std::size_t count, chorus::DataType type, int peer) const {
+    chorus::runtime::check_comm(name, world_ != nullptr);
+    return chorus::runtime::check_point_to_point(name, rank_, world_->size, data, count, type, peer);
+  }
+
   friend class chorus::runtime::CollectiveFront<Comm>;
   template <class T>
   void typed_collective(const chorus::runtime::CollectiveArgs& args) {
@@ -164,6 +177,7 @@ class Comm : public chorus::runtime::CollectiveFront<Comm> {
   }
   void erased_collective(const chorus::runtime::CollectiveArgs& args) { collective(args); }
   void collective(const chorus::runtime::CollectiveArgs& args) {
+    chorus::runtime::check_comm(chorus::traits(args.collective).name, world_ != nullptr);
     const int n = size();
     chorus::runtime::CheckedCall checked = chorus::runtime::check_collective(args, rank_, n);
     chorus::runtime::CallDescriptor& call = checked.descriptor;

@@ -1,6 +1,6 @@
 // A communicator that records every call made through it (name, count, element type) and forwards
 // it to an inner one, so a check can prove which collectives a layer issues and how large they are.
-// It keeps the communicator contract itself. The log is thread-safe: the gradient reducer calls
+// It keeps the communicator contract itself, with the inner one's memory space and completion. The log is thread-safe: the gradient reducer calls
 // the communicator from its communication thread while the rank's thread reads the log.
 #pragma once
 
@@ -17,8 +17,8 @@
 namespace support {
 
 struct Call {
-  std::string name;   // the member called: "all_reduce", ..., "send", "recv", "barrier", "split"
-  std::size_t count;  // its element count (0 for barrier and split)
+  std::string name;   // the member called: "all_reduce", ..., "send", "recv", "barrier", "split", "wait"
+  std::size_t count;  // its element count (0 for barrier, split and wait)
   chorus::DataType type;
 };
 
@@ -68,6 +68,10 @@ class CallLog {
 template <class Inner>
 class RecordingComm {
  public:
+  // Its buffers are the inner communicator's: generic code must see the same memory and completion.
+  static constexpr chorus::MemorySpace memory_space = chorus::memory_space_v<Inner>;
+  static constexpr bool completes_on_return = chorus::completes_on_return_v<Inner>;
+
   explicit RecordingComm(Inner& inner) : inner_(&inner) {}
   explicit RecordingComm(std::unique_ptr<Inner> owned) : owned_(std::move(owned)), inner_(owned_.get()) {}
 
@@ -157,6 +161,10 @@ class RecordingComm {
   void barrier() {
     log_->add("barrier", 0, chorus::DataType::uint8);
     inner_->barrier();
+  }
+  void wait() {
+    log_->add("wait", 0, chorus::DataType::uint8);
+    inner_->wait();
   }
   // The child owns the split-off inner communicator and starts an empty log of its own.
   RecordingComm split(int color, int key) {

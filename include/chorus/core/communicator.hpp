@@ -10,9 +10,16 @@
 //   all_gather(const T* send, T* recv, c)               reduce_scatter(const T* send, T* recv, c, ReduceOp)
 //   all_to_all(const T* send, T* recv, c)               send(const T*, c, int peer)   recv(T*, c, int peer)
 //   barrier()                                           split(int color, int key) -> C
+//   wait()
 // and the same collectives and send/recv type-erased, with a DataType after the count, as NCCL
 // and MPI take them: all_reduce(const void*, void*, c, DataType, ReduceOp[, a]), ...,
 // send(const void*, c, DataType, peer), recv(void*, c, DataType, peer).
+//
+// Where the buffers live and when a result may be read (memory_space.hpp): memory_space_v<C> is host
+// unless C declares `static constexpr MemorySpace memory_space = MemorySpace::device;`. On a host
+// communicator a result may be read when the call returns, and wait() only refuses a null
+// communicator; on a device communicator the call returns once its work is enqueued on the stream,
+// and the result may be read after that work has run, as wait() or later work on the stream observes.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +28,7 @@
 
 #include "algorithm.hpp"
 #include "data_type.hpp"
+#include "memory_space.hpp"
 #include "reduce_op.hpp"
 
 namespace chorus {
@@ -52,6 +60,7 @@ template <class C> using all_to_all_expr = decltype(comm<C>().all_to_all(ptr<con
 template <class C> using send_expr = decltype(comm<C>().send(ptr<const T>(), n, 0));
 template <class C> using recv_expr = decltype(comm<C>().recv(ptr<T>(), n, 0));
 template <class C> using barrier_expr = decltype(comm<C>().barrier());
+template <class C> using wait_expr = decltype(comm<C>().wait());
 template <class C> using split_expr = std::enable_if_t<std::is_same<decltype(comm<C>().split(0, 0)), C>::value>;
 
 constexpr DataType t = DataType::float32;
@@ -80,6 +89,7 @@ struct Requirements {
   static constexpr bool recv = detected<C, recv_expr>::value;
   static constexpr bool barrier = detected<C, barrier_expr>::value;
   static constexpr bool split = detected<C, split_expr>::value;
+  static constexpr bool wait = detected<C, wait_expr>::value;
   static constexpr bool typed = rank && size && all_reduce && broadcast && reduce && all_gather && reduce_scatter &&
                                 all_to_all && send && recv && barrier && split;
 
@@ -98,7 +108,8 @@ struct Requirements {
 }  // namespace contract
 
 template <class C>
-inline constexpr bool is_communicator_v = contract::Requirements<C>::typed && contract::Requirements<C>::erased;
+inline constexpr bool is_communicator_v =
+    contract::Requirements<C>::typed && contract::Requirements<C>::erased && contract::Requirements<C>::wait;
 
 template <class C>
 struct is_communicator : std::bool_constant<is_communicator_v<C>> {};
@@ -120,6 +131,7 @@ constexpr bool check_communicator() {
   static_assert(R::recv, "chorus communicator contract: missing typed `recv(T*, size_t, int peer)`");
   static_assert(R::barrier, "chorus communicator contract: missing `barrier()`");
   static_assert(R::split, "chorus communicator contract: missing `split(int color, int key)` returning the communicator type");
+  static_assert(R::wait, "chorus communicator contract: missing `wait()` (returns once the calls made so far have completed; on a host communicator a check that it is not null)");
   static_assert(R::erased_all_reduce, "chorus communicator contract: missing type-erased `all_reduce(const void*, void*, size_t, DataType, ReduceOp[, Algorithm])`");
   static_assert(R::erased_broadcast, "chorus communicator contract: missing type-erased `broadcast(const void*, void*, size_t, DataType, int root)`");
   static_assert(R::erased_reduce, "chorus communicator contract: missing type-erased `reduce(const void*, void*, size_t, DataType, ReduceOp, int root)`");

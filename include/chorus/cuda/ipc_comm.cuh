@@ -548,6 +548,7 @@ class IpcComm::View : public IpcCalls<IpcComm::View> {
   }
   void run_transfer(const IpcPeerCall& c) { comm_->transfer_on(c, stream_); }
   void barrier() { comm_->barrier_on(stream_); }
+  void wait() { comm_->wait(); }
 
  private:
   IpcComm* comm_;

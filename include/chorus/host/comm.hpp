@@ -67,6 +67,10 @@ class Comm : public runtime::CollectiveFront<Comm> {
   // Returns when every rank of the communicator has called it.
   void barrier();
 
+  // Every call completes before it returns (host memory), so there is nothing to wait for; like every
+  // call, it refuses a null Comm.
+  void wait() const { runtime::check_comm("wait", state_ != nullptr); }
+
   // MPI_Comm_split: ranks with the same colour form a communicator, ordered by (key, rank here).
   // Collective over this communicator. colour < 0: this rank joins none and gets a null Comm.
   // The new communicator's rings follow this one's ring order, restricted to its members.

@@ -39,15 +39,11 @@ CHORUS_FUNC void Comm::recv(void* data, std::size_t count, DataType type, int pe
 CHORUS_FUNC detail::Message Comm::checked_message(const char* name, const void* data, std::size_t count,
                                                    DataType type, int peer) const {
   runtime::check_comm(name, state_ != nullptr);
-  const RankName me = state_->name(rank_);
-  runtime::check_type(name, me, type);
-  runtime::check_peer(name, me, peer, state_->size());
-  runtime::check_buffer(name, me, data, count, "data");
   detail::Message m;
+  m.bytes = runtime::check_point_to_point(name, state_->name(rank_), state_->size(), data, count, type, peer);
   m.peer = peer;
   m.type = type;
   m.count = count;
-  m.bytes = runtime::checked_bytes(name, me, count, 1, size_of(type));
   return m;
 }
 

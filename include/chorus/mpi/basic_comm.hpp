@@ -119,6 +119,10 @@ class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
     rendezvous("barrier", call);
   }
 
+  // Every call completes before it returns (host memory; send is synchronous), so there is nothing to
+  // wait for; like every call, it refuses a null communicator.
+  void wait() const { runtime::check_comm("wait", state_ != nullptr); }
+
   // Writes this rank's flight record (its last CHORUS_TRACE_BUFFER calls on this communicator) as
   // JSON, the format of host::Comm::dump_trace with one rank: each process holds only its own, so
   // give each rank its own path; chorus-trace-summary merges the files. Throws chorus::Error when the
@@ -194,10 +198,7 @@ class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
   std::size_t checked_message(const char* name, const void* data, std::size_t count, DataType type, int peer) {
     runtime::check_comm(name, state_ != nullptr);
     detail::Endpoint& e = state_->endpoint;
-    runtime::check_type(name, e.name(), type);
-    runtime::check_peer(name, e.name(), peer, e.size());
-    runtime::check_buffer(name, e.name(), data, count, "data");
-    const std::size_t bytes = runtime::checked_bytes(name, e.name(), count, 1, size_of(type));
+    const std::size_t bytes = runtime::check_point_to_point(name, e.name(), e.size(), data, count, type, peer);
     e.start(name);
     return bytes;
   }

@@ -54,6 +54,7 @@ void check_views(const Comm& comm, const std::vector<ParamView>& views, const ch
 template <class Comm>
 void verify_parameter_shapes(Comm& comm, const std::vector<ParamView>& params) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::verify_parameter_shapes needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // gathers the shapes into host vectors and compares them on the CPU
   const char* call = "parallel::verify_parameter_shapes";
   detail::check_not_empty(comm, call);
   const auto n = static_cast<std::size_t>(comm.size());
@@ -91,6 +92,7 @@ void verify_parameter_shapes(Comm& comm, const std::vector<ParamView>& params) {
 template <class Comm>
 void broadcast_parameters(Comm& comm, const std::vector<ParamView>& params, int root = 0) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::broadcast_parameters needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // verify_parameter_shapes first
   const char* call = "parallel::broadcast_parameters";
   detail::check_not_empty(comm, call);
   if (root < 0 || root >= comm.size()) {

@@ -31,6 +31,7 @@ struct ColumnParallelOptions {
 template <class Comm>
 class ColumnParallelLinear {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::ColumnParallelLinear needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // weights and activations are host vectors (host_gemm)
 
  public:
   // `comm` is the tensor-parallel group; it must outlive the layer.

@@ -60,6 +60,7 @@ struct ReducerOptions {
 template <class Comm>
 class GradientReducer {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::GradientReducer needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // its buckets are host vectors, filled and read by the CPU
 
  public:
   // Turns sync off for its lifetime (PyTorch's `with ddp.no_sync():`), then restores it.

@@ -40,6 +40,7 @@ struct ParallelMlpOptions {
 template <class Comm>
 class ParallelMlp {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::ParallelMlp needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // its layers compute on the CPU
 
  public:
   // What forward keeps for backward: the input as given and this rank's f/t hidden features.

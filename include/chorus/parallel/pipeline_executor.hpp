@@ -44,6 +44,7 @@ template <class Comm>
 void run_pipeline(Comm& comm, const PipelineSchedule& schedule, std::size_t tensor_size,
                   const PipelineStageFunctions& functions) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::run_pipeline needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // the boundary tensors are host vectors handed to the callbacks
   const char* call = "parallel::run_pipeline";
   const int rank = comm.rank();
   if (comm.size() != schedule.stages) {

@@ -34,6 +34,7 @@ struct RowParallelOptions {
 template <class Comm>
 class RowParallelLinear {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::RowParallelLinear needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // weights and activations are host vectors (host_gemm)
 
  public:
   // `comm` is the tensor-parallel group; it must outlive the layer.

@@ -63,6 +63,7 @@ inline void check_size(const char* call, int rank, std::size_t got, std::size_t 
 template <class Comm>
 void sum_partials(Comm& comm, std::vector<float>& partial) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::sum_partials needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // the tensor-parallel pieces are host vectors
   comm.all_reduce(partial.data(), partial.data(), partial.size(), ReduceOp::sum);
 }
 
@@ -85,6 +86,7 @@ inline std::vector<float> columns_of_rank(const std::vector<float>& full, std::s
 template <class Comm>
 std::vector<float> gather_columns(Comm& comm, const std::vector<float>& local, std::size_t local_cols) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::gather_columns needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());
   detail::check_tp_matrix("parallel::gather_columns", comm.rank(), local.size(), local_cols, "the local block");
   const auto t = static_cast<std::size_t>(comm.size());
   const std::size_t rows = local.size() / local_cols;
@@ -115,6 +117,7 @@ inline std::vector<float> rows_of_rank(const std::vector<float>& full, std::size
 template <class Comm>
 std::vector<float> gather_rows(Comm& comm, const std::vector<float>& local, std::size_t cols) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::gather_rows needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());
   detail::check_tp_matrix("parallel::gather_rows", comm.rank(), local.size(), cols, "the local block");
   std::vector<float> full(local.size() * static_cast<std::size_t>(comm.size()));
   comm.all_gather(local.data(), full.data(), local.size());
@@ -125,6 +128,7 @@ std::vector<float> gather_rows(Comm& comm, const std::vector<float>& local, std:
 template <class Comm>
 std::vector<float> reduce_scatter_rows(Comm& comm, const std::vector<float>& full, std::size_t cols) {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::reduce_scatter_rows needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());
   const char* call = "parallel::reduce_scatter_rows";
   detail::check_tp_matrix(call, comm.rank(), full.size(), cols, "the matrix");
   detail::check_tp_divides(call, comm.rank(), full.size() / cols, comm.size(), "rows");

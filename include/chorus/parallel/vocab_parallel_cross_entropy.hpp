@@ -50,6 +50,7 @@ inline VocabRange vocab_range_of_rank(std::size_t vocab_size, int rank, int part
 template <class Comm>
 class VocabParallelCrossEntropy {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::VocabParallelCrossEntropy needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // reduces host vectors of per-row maxima and sums
 
  public:
   // What forward keeps for backward (Megatron saves the same in its autograd context).

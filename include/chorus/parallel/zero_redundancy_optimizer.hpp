@@ -29,6 +29,7 @@ namespace chorus::parallel {
 template <class Comm, class Optimizer>
 class ZeroRedundancyOptimizer {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::ZeroRedundancyOptimizer needs a chorus communicator");
+  static_assert(require_host_memory<Comm>());  // the flat buffers are host vectors; the shard's update runs on the CPU
 
  public:
   // Collective (checks that every rank holds the same tensors). average: gradients are divided by

@@ -1,7 +1,8 @@
-// Backend-neutral checking of one collective call: every argument check, the byte sizes, and
+// Backend-neutral checking of one call: a collective's every argument check, the byte sizes, and
 // in-place detection, turning what the caller passed into the CallDescriptor that every rank
-// compares. Runs on the calling rank before any communication, so a bad call fails alone and at
-// once. Each backend calls it first, then resolves the descriptor's pattern and executes.
+// compares; and send's and recv's arguments. Runs on the calling rank before any communication, so
+// a bad call fails alone and at once. Each backend calls it first, then resolves the descriptor's
+// pattern and executes.
 #pragma once
 
 #include <cstddef>
@@ -76,6 +77,18 @@ inline CheckedCall check_collective(const CollectiveArgs& args, RankName rank, i
   // out-of-place schedule is also right in place; using it everywhere lets the root choose alone.
   d.in_place = facts.rooted ? false : checked.buffers_alias;
   return checked;
+}
+
+// send's or recv's arguments, the same on every backend: a valid type, a peer that is a rank of this
+// `size`-rank communicator and not this rank (a synchronous send to itself never completes, and a
+// device send and its recv are separate launches), a buffer for count > 0, a byte size that fits.
+// Returns the byte size. Call runtime::check_comm first: a null communicator has no rank to name.
+inline std::size_t check_point_to_point(const char* call, RankName rank, int size, const void* data, std::size_t count,
+                                        DataType type, int peer) {
+  check_type(call, rank, type);
+  check_peer(call, rank, peer, size);
+  check_buffer(call, rank, data, count, "data");
+  return checked_bytes(call, rank, count, 1, size_of(type));
 }
 
 }  // namespace chorus::runtime

@@ -179,6 +179,8 @@ class IpcRank : public IpcCalls<IpcRank<Opener>> {
     if (group_.send_count + group_.recv_count > 0) run_p2p(call, group_);
   }
 
+  void wait() {}
+
   // A one-int all_reduce through this rank's blocks: it returns once every rank has reached it.
   void barrier() {
     ready("cuda::twin::IpcRank::barrier", false);
