@@ -43,6 +43,7 @@
 #include "../core/communicator.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
+#include "../core/memory_space.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/collective_front.hpp"
@@ -56,6 +57,9 @@ template <class Adapter>
 class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
  public:
   using Stream = typename Adapter::Stream;
+  // Buffers are the device's memory (on the CPU twin, any host memory serves: its device memory is the
+  // host's), and a call completes when its stream reaches it: read results after wait().
+  static constexpr MemorySpace memory_space = MemorySpace::device;
 
   BasicRankComm() = default;  // a null communicator
   // Rank `rank` of the team `adapter` runs; `rendezvous`: that team's, shared by all its views.

@@ -1,0 +1,232 @@
+// The twin is an asynchronous device: calls return before their kernels run, each stream runs its work in
+// order, and the team orders its own work across streams, waits for it before freeing, can be aborted,
+// refuses host waits during capture, and bounds its host wait from the kernel's start. Each case below is
+// one of the stream-ordering defects a GPU would show, and fails without its fix.
+#include <catch2/catch.hpp>
+
+#include <chorus/cuda/twin/twin_team.hpp>
+
+#include "support/sanitizers.hpp"
+#include "support/scoped_env.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace test_twin_streams {
+
+using chorus::Algorithm;
+using chorus::Collective;
+using chorus::Error;
+using chorus::ErrorCode;
+using chorus::ReduceOp;
+using chorus::cuda::TwinDevice;
+using chorus::cuda::kernel::KernelAlgorithm;
+using chorus::cuda::twin::Options;
+using chorus::cuda::twin::Stream;
+using chorus::cuda::twin::Team;
+using Clock = std::chrono::steady_clock;
+
+Options small(std::uint32_t seed = 0) {
+  Options options;
+  options.blocks = 2;
+  options.threads = 2;
+  options.delay_seed = seed;
+  return options;
+}
+
+// Every rank's buffers for one call: inputs rank + i % 7, outputs -1.
+struct Buffers {
+  std::vector<std::vector<float>> in, out;
+  std::vector<const float*> in_ptr;
+  std::vector<float*> out_ptr;
+  Buffers(int ranks, std::size_t in_count, std::size_t out_count) {
+    for (int r = 0; r < ranks; ++r) {
+      std::vector<float> values(in_count);
+      for (std::size_t i = 0; i < in_count; ++i) values[i] = static_cast<float>(r + static_cast<int>(i % 7));
+      in.push_back(values);
+      out.emplace_back(out_count, -1.0f);
+    }
+    for (int r = 0; r < ranks; ++r) {
+      in_ptr.push_back(in[static_cast<std::size_t>(r)].data());
+      out_ptr.push_back(out[static_cast<std::size_t>(r)].data());
+    }
+  }
+  // all_reduce sum: element i of every output.
+  bool summed(int ranks) const {
+    for (const auto& o : out) {
+      for (std::size_t i = 0; i < o.size(); ++i) {
+        float want = 0;
+        for (int r = 0; r < ranks; ++r) want += static_cast<float>(r + static_cast<int>(i % 7));
+        if (o[i] != want) return false;
+      }
+    }
+    return true;
+  }
+  // all_gather: block r of every output is rank r's input.
+  bool gathered(int ranks) const {
+    const std::size_t count = in[0].size();
+    for (const auto& o : out) {
+      for (int r = 0; r < ranks; ++r) {
+        for (std::size_t i = 0; i < count; ++i) {
+          if (o[static_cast<std::size_t>(r) * count + i] != in[static_cast<std::size_t>(r)][i]) return false;
+        }
+      }
+    }
+    return true;
+  }
+};
+
+// A stream held busy until release(): work enqueued behind it has not run.
+class Gate {
+ public:
+  explicit Gate(Stream& stream) {
+    stream.enqueue([this] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      open_.wait_for(lock, std::chrono::seconds(60), [&] { return released_; });
+    });
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    open_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable open_;
+  bool released_ = false;
+};
+
+TEST_CASE("a call returns before its kernel runs; the result is there after synchronize()") {
+  Stream stream;
+  Gate gate(stream);
+  Team team(3, small());
+  Buffers b(3, 100, 100);
+  team.all_reduce(b.in_ptr, b.out_ptr, 100, ReduceOp::sum, Algorithm::ring, {&stream});
+  CHECK(b.out[0][0] == -1.0f);  // the stream has not reached the kernel: nothing ran
+  gate.release();
+  team.synchronize();
+  CHECK(b.summed(3));
+}
+
+TEST_CASE("two streams on one team: the team orders its own work, every result is right") {
+  // Calls of different sizes and kernels alternate between two streams with no user synchronisation.
+  // Without the team's order event they would run at once on the same barrier epochs, FIFO counters and
+  // staging: wrong data, then kernel timeouts (bounded here at 5 s so a regression fails fast).
+  const support::ScopedEnv bound("CHORUS_KERNEL_TIMEOUT_MS", "5000");
+  const int n = 4;
+  Stream first, second;
+  Team team(n, small(chorus::test::kSanitized ? 0u : 17u));
+  const int rounds = chorus::test::kSanitized ? 4 : 12;
+  std::vector<std::unique_ptr<Buffers>> reduced, gathered;
+  const KernelAlgorithm reduce_kernels[] = {KernelAlgorithm::ring, KernelAlgorithm::one_shot, KernelAlgorithm::two_shot,
+                                            KernelAlgorithm::ll_one_shot, KernelAlgorithm::tree};
+  for (int round = 0; round < rounds; ++round) {
+    const std::size_t count = 300 + static_cast<std::size_t>(round) * 131;
+    reduced.push_back(std::make_unique<Buffers>(n, count, count));
+    team.all_reduce_with(reduced.back()->in_ptr, reduced.back()->out_ptr, count, ReduceOp::sum, reduce_kernels[round % 5], {&first});
+    const std::size_t block = 40 + static_cast<std::size_t>(round) * 17;
+    gathered.push_back(std::make_unique<Buffers>(n, block, block * n));
+    team.all_gather(gathered.back()->in_ptr, gathered.back()->out_ptr, block, round % 2 ? Algorithm::ring : Algorithm::direct,
+                    {&second});
+  }
+  team.synchronize();
+  for (int round = 0; round < rounds; ++round) {
+    INFO("round " << round);
+    CHECK(reduced[static_cast<std::size_t>(round)]->summed(n));
+    CHECK(gathered[static_cast<std::size_t>(round)]->gathered(n));
+  }
+}
+
+TEST_CASE("destroying a team with work in flight waits for it before freeing") {
+  const long freed_before = TwinDevice::freed_while_running(0);
+  Buffers b(3, 64, 64);
+  {
+    Stream stream;
+    Team team(3, small());
+    // The stream is busy for a moment, so the team's call is still queued when it is destroyed.
+    stream.enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); });
+    team.all_reduce(b.in_ptr, b.out_ptr, 64, ReduceOp::sum, Algorithm::one_shot, {&stream});
+  }  // ~Team: waits for the call, then frees; then ~Stream
+  CHECK(TwinDevice::freed_while_running(0) == freed_before);
+  CHECK(b.summed(3));
+}
+
+TEST_CASE("abort() releases kernels that wait for a rank that never comes, and the team refuses further calls") {
+  const support::ScopedEnv bound("CHORUS_KERNEL_TIMEOUT_MS", "20000");  // abort must not wait for this
+  Team team(3, small());
+  Buffers b(3, 256, 256);
+  team.all_reduce_with(b.in_ptr, b.out_ptr, 256, ReduceOp::sum, KernelAlgorithm::ring, {}, {true, false, true});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the kernels are spinning on rank 1
+  const auto start = Clock::now();
+  team.abort();
+  ErrorCode code = ErrorCode::internal;
+  std::string message;
+  try {
+    team.synchronize();
+  } catch (const Error& e) {
+    code = e.code();
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(code == ErrorCode::peer_failed);
+  CHECK(message.find("aborted") != std::string::npos);
+  CHECK(Clock::now() - start < std::chrono::seconds(10));
+  CHECK_THROWS_WITH(team.all_reduce(b.in_ptr, b.out_ptr, 256, ReduceOp::sum), Catch::Contains("the team was aborted"));
+}
+
+TEST_CASE("a host wait during stream capture is refused and the team stays usable") {
+  Stream stream;
+  Team team(3, small());
+  Buffers b(3, 50, 50);
+  stream.begin_capture();
+  team.all_reduce(b.in_ptr, b.out_ptr, 50, ReduceOp::sum, Algorithm::ring, {&stream});
+  CHECK_THROWS_WITH(team.synchronize(), Catch::Contains("being captured into a graph"));
+  const chorus::cuda::twin::Graph graph = stream.end_capture();
+  CHECK(b.out[0][0] == -1.0f);  // captured, not run
+  stream.launch(graph);  // the replay runs the call
+  team.synchronize();
+  CHECK(b.summed(3));
+  Buffers again(3, 20, 20);
+  team.all_reduce(again.in_ptr, again.out_ptr, 20, ReduceOp::sum, Algorithm::one_shot, {&stream});
+  team.synchronize();
+  CHECK(again.summed(3));
+}
+
+TEST_CASE("the host's bound starts when the team's kernel starts, not when its wait does") {
+  // Unrelated work holds the stream for longer than the host bound (kernel bound 1 s + 5 s grace); then the
+  // team's kernel starts and waits for a rank that never comes. The wait must end with the kernel's own
+  // record (who waited for whom), not a host timeout counted from the wait's start.
+  const support::ScopedEnv bound("CHORUS_KERNEL_TIMEOUT_MS", "1000");
+  Stream stream;
+  Team team(2, small());
+  Buffers b(2, 32, 32);
+  stream.enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(5500)); });
+  team.all_reduce_with(b.in_ptr, b.out_ptr, 32, ReduceOp::sum, KernelAlgorithm::one_shot, {&stream}, {true, false});
+  std::string message;
+  try {
+    team.synchronize();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("waited 1000 ms for rank 1") != std::string::npos);
+}
+
+TEST_CASE("the kernels' bound is its own knob, ten minutes by default") {
+  const support::ScopedEnv host("CHORUS_TIMEOUT_MS", "100");
+  CHECK(chorus::env::kernel_timeout_ms() == 600000);
+  const support::ScopedEnv kernel("CHORUS_KERNEL_TIMEOUT_MS", "2500");
+  CHECK(chorus::env::kernel_timeout_ms() == 2500);
+  const support::ScopedEnv bad("CHORUS_KERNEL_TIMEOUT_MS", "soon");
+  CHECK_THROWS_WITH(chorus::env::kernel_timeout_ms(), Catch::Contains("CHORUS_KERNEL_TIMEOUT_MS must be"));
+}
+
+}  // namespace test_twin_streams
