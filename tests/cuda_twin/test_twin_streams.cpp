@@ -159,6 +159,23 @@ TEST_CASE("destroying a team with work in flight waits for it before freeing") {
   CHECK(b.summed(3));
 }
 
+TEST_CASE("a team on several devices is ready only when every device's setup has landed") {
+  // Device 0's default stream is busy, so its memsets land late: the team must not return before they
+  // have, or a call on streams of its own could read device 0's memory unset. (Two things make it wait:
+  // the team synchronises every device, and each device's synchronous copy of the views waits for that
+  // device's default stream; removing only one of them does not turn this red.)
+  const auto start = Clock::now();
+  TwinDevice(0).launch_host_func(nullptr, [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
+  Team team(std::vector<int>{0, 1, 2}, small());
+  CHECK(Clock::now() - start >= std::chrono::milliseconds(250));
+  Stream s0, s1, s2;
+  Buffers b(3, 77, 77);
+  team.all_reduce(b.in_ptr, b.out_ptr, 77, ReduceOp::sum, Algorithm::ring, {&s0, &s1, &s2});
+  team.synchronize();
+  CHECK(b.summed(3));
+  CHECK_FALSE(team.is_virtual());
+}
+
 TEST_CASE("abort() releases kernels that wait for a rank that never comes, and the team refuses further calls") {
   const support::ScopedEnv bound("CHORUS_KERNEL_TIMEOUT_MS", "20000");  // abort must not wait for this
   Team team(3, small());

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -147,6 +148,9 @@ class TwinDevice {
              kernel::p2p<T>(block, view, tables.table[view.rank]);
            });
   }
+
+  // cudaLaunchHostFunc: host work in stream order (tests and examples hold a stream busy with it).
+  void launch_host_func(Stream stream, std::function<void()> work) const { of(stream).enqueue(std::move(work)); }
 
   // Freed-while-running count of device `ordinal` (see free()).
   static long freed_while_running(int ordinal = 0) { return state_of(ordinal).freed_while_running.load(); }
