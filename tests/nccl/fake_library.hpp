@@ -3,21 +3,33 @@
 // nonblocking operation stays ncclInProgress, an asynchronous error, a failing function, a stream that
 // stays busy. nccl::BasicComm<fake::Library> then runs chorus's real wrapper code on the CPU.
 // "Device" buffers are host memory; communicators are FakeComm objects behind the opaque ncclComm_t.
+//
+// Streams run on the wall clock, as a GPU would: each stream is busy until some time point, which work
+// pushes further (queue_work: the caller's unrelated kernels; every NCCL call: Script::kernel_ms, or
+// forever with Script::kernels_hang), and an event recorded on a stream completes when the stream gets
+// there. A stream may be marked as being captured (set_capturing): cudaStreamQuery on it then fails as
+// CUDA's does, and cudaMalloc is refused while any stream is captured unless the calling thread is in
+// relaxed capture mode.
 #pragma once
 
 #include <chorus/nccl/nccl_header.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fake {
+
+using Clock = std::chrono::steady_clock;
 
 struct Call {
   std::string function;
@@ -29,6 +41,8 @@ struct Call {
   int root_or_peer = -1;  // root, peer, colour (split) or device (set_device)
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
+  cudaEvent_t event = nullptr;  // the CUDA event calls
+  int async_polls = 0;          // ncclCommGetAsyncError calls made before this one
 };
 
 struct FakeComm {
@@ -52,10 +66,22 @@ struct Script {
   int busy_polls = 0;                        // every init, split, finalize and ncclInProgress call stays busy this long
   ncclResult_t call_result = ncclSuccess;    // what collectives, send and recv return
   ncclResult_t group_end_result = ncclSuccess;
-  int stream_busy_polls = 0;
-  cudaError_t stream_result = cudaSuccess;
   std::map<std::string, ncclResult_t> fail;  // function name -> result it returns
   int split_size = 0;                        // 0: the parent's size
+  long kernel_ms = 0;                        // how long each collective, send or recv runs on its stream
+  bool kernels_hang = false;                 // ... or whether it never ends
+  cudaError_t event_result = cudaSuccess;    // what cudaEventQuery of a recorded event returns when not busy
+};
+
+struct FakeStream {
+  Clock::time_point busy_until{};  // when the work enqueued so far is done
+  bool capturing = false;
+};
+
+struct FakeEvent {
+  bool recorded = false;
+  Clock::time_point complete_at{};
+  bool destroyed = false;
 };
 
 struct State {
@@ -63,6 +89,8 @@ struct State {
   Script script;
   std::vector<Call> calls;
   std::deque<std::unique_ptr<FakeComm>> comms;
+  std::map<cudaStream_t, FakeStream> streams;
+  std::deque<std::unique_ptr<FakeEvent>> events;
   int async_polls = 0;
   int unique_ids = 0;
 };
@@ -80,6 +108,42 @@ inline void reset(const Script& script = Script()) {
   s.comms.clear();
   s.async_polls = 0;
   s.unique_ids = 0;
+  s.streams.clear();
+  s.events.clear();
+}
+
+// Pushes how long `stream` stays busy by `duration` from when it is free (now, or when its earlier work ends);
+// Clock::duration::max() is forever. Call with the mutex held.
+inline void occupy(cudaStream_t stream, Clock::duration duration) {
+  FakeStream& st = state().streams[stream];
+  const Clock::time_point start = std::max(st.busy_until, Clock::now());
+  st.busy_until = duration >= Clock::time_point::max() - start ? Clock::time_point::max() : start + duration;
+}
+
+// The caller's own work on `stream`, `ms` long (negative: it never ends).
+inline void queue_work(cudaStream_t stream, long ms) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  occupy(stream, ms < 0 ? Clock::duration::max() : Clock::duration(std::chrono::milliseconds(ms)));
+}
+
+// Whether work enqueued on `stream` goes into a graph being captured.
+inline void set_capturing(cudaStream_t stream, bool capturing) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().streams[stream].capturing = capturing;
+}
+
+// Events made and not destroyed.
+inline int live_events() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  int n = 0;
+  for (const auto& e : state().events) n += e->destroyed ? 0 : 1;
+  return n;
+}
+
+// This thread's stream capture mode (cudaThreadExchangeStreamCaptureMode).
+inline cudaStreamCaptureMode& capture_mode() {
+  thread_local cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  return mode;
 }
 
 inline FakeComm& comm_of(ncclComm_t comm) { return *reinterpret_cast<FakeComm*>(comm); }
@@ -94,6 +158,26 @@ inline std::vector<std::string> names(ncclComm_t comm = nullptr) {
   std::vector<std::string> out;
   for (const Call& c : calls()) {
     if (comm == nullptr || c.comm == comm) out.push_back(c.function);
+  }
+  return out;
+}
+
+inline void clear_calls() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().calls.clear();
+}
+
+// The wrapper's bookkeeping, which most tests leave out of the calls they compare: the version query,
+// the capture check and the events of wait().
+inline bool bookkeeping(const std::string& function) {
+  return function == "ncclGetVersion" || function == "cudaStreamIsCapturing" || function.rfind("cudaEvent", 0) == 0;
+}
+
+// Names of the calls made, in order, less the bookkeeping.
+inline std::vector<std::string> work_names() {
+  std::vector<std::string> out;
+  for (const Call& c : calls()) {
+    if (!bookkeeping(c.function)) out.push_back(c.function);
   }
   return out;
 }
@@ -113,6 +197,7 @@ struct Library {
   static ncclResult_t record(Call call) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    call.async_polls = s.async_polls;
     s.calls.push_back(call);
     auto failing = s.script.fail.find(call.function);
     return failing != s.script.fail.end() ? failing->second : ncclSuccess;
@@ -221,6 +306,12 @@ struct Library {
   static ncclResult_t enqueued(Call call) {
     const ncclResult_t failing = record(call);
     if (failing != ncclSuccess) return failing;
+    {
+      std::lock_guard<std::mutex> lock(state().mutex);
+      const Script& script = state().script;
+      occupy(call.stream, script.kernels_hang ? Clock::duration::max()
+                                              : Clock::duration(std::chrono::milliseconds(script.kernel_ms)));
+    }
     const ncclResult_t result = state().script.call_result;
     return result == ncclInProgress ? busy(call.comm) : result;
   }
@@ -266,14 +357,79 @@ struct Library {
     current_device() = device;
     return cudaSuccess;
   }
+  // What the wrapper no longer calls (wait() polls events), kept so the wrapper's older wait, which polled
+  // the whole stream, still runs against this fake: the tests that say so go red with it.
   static cudaError_t stream_query(cudaStream_t stream) {
+    record({"cudaStreamQuery", nullptr, nullptr, 0, ncclInt8, ncclSum, -1, nullptr, stream});
     std::lock_guard<std::mutex> lock(state().mutex);
-    (void)stream;
-    if (state().script.stream_busy_polls > 0) {
-      --state().script.stream_busy_polls;
-      return cudaErrorNotReady;
+    FakeStream& st = state().streams[stream];
+    if (st.capturing) return cudaErrorStreamCaptureUnsupported;  // and CUDA invalidates the capture
+    return Clock::now() < st.busy_until ? cudaErrorNotReady : cudaSuccess;
+  }
+  static cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+    record({"cudaStreamIsCapturing", nullptr, nullptr, 0, ncclInt8, ncclSum, -1, nullptr, stream});
+    std::lock_guard<std::mutex> lock(state().mutex);
+    *status = state().streams[stream].capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+  }
+  static cudaError_t exchange_capture_mode(cudaStreamCaptureMode* mode) {
+    std::swap(*mode, capture_mode());
+    return cudaSuccess;
+  }
+  static cudaError_t event_create(cudaEvent_t* event) {
+    {
+      std::lock_guard<std::mutex> lock(state().mutex);
+      state().events.push_back(std::make_unique<FakeEvent>());
+      *event = reinterpret_cast<cudaEvent_t>(state().events.back().get());
     }
-    return state().script.stream_result;
+    Call call{"cudaEventCreate"};
+    call.event = *event;
+    return cuda(call);
+  }
+  static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream) {
+    Call call{"cudaEventRecord", nullptr, nullptr, 0, ncclInt8, ncclSum, -1, nullptr, stream};
+    call.event = event;
+    const cudaError_t status = cuda(call);
+    if (status != cudaSuccess) return status;
+    std::lock_guard<std::mutex> lock(state().mutex);
+    FakeEvent& e = *reinterpret_cast<FakeEvent*>(event);
+    e.recorded = true;
+    e.complete_at = std::max(state().streams[stream].busy_until, Clock::now());
+    return cudaSuccess;
+  }
+  static cudaError_t event_query(cudaEvent_t event) {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    const FakeEvent& e = *reinterpret_cast<FakeEvent*>(event);
+    if (e.destroyed) return cudaErrorInvalidResourceHandle;
+    if (!e.recorded) return cudaSuccess;  // as CUDA: an event never recorded is complete
+    if (Clock::now() < e.complete_at) return cudaErrorNotReady;
+    return state().script.event_result;
+  }
+  static cudaError_t event_destroy(cudaEvent_t event) {
+    {
+      std::lock_guard<std::mutex> lock(state().mutex);
+      reinterpret_cast<FakeEvent*>(event)->destroyed = true;
+    }
+    Call call{"cudaEventDestroy"};
+    call.event = event;
+    return cuda(call);
+  }
+  // cudaMalloc is "potentially unsafe" during a capture in global mode: refused, as CUDA refuses it.
+  static cudaError_t malloc(void** data, std::size_t bytes) {
+    bool refused = false;
+    {
+      std::lock_guard<std::mutex> lock(state().mutex);
+      for (const auto& [stream, st] : state().streams) refused = refused || (st.capturing && capture_mode() == cudaStreamCaptureModeGlobal);
+    }
+    *data = refused ? nullptr : ::operator new(bytes == 0 ? 1 : bytes);
+    const cudaError_t status = cuda({"cudaMalloc", nullptr, *data, bytes, ncclInt8, ncclSum, static_cast<int>(capture_mode())});
+    if (refused) return cudaErrorStreamCaptureUnsupported;
+    return status;
+  }
+  static cudaError_t free(void* data) {
+    const cudaError_t status = cuda({"cudaFree", data, nullptr, 0, ncclInt8, ncclSum, static_cast<int>(capture_mode())});
+    ::operator delete(data);
+    return status;
   }
   static cudaError_t malloc_async(void** data, std::size_t bytes, cudaStream_t stream) {
     *data = ::operator new(bytes == 0 ? 1 : bytes);

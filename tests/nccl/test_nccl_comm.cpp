@@ -8,7 +8,9 @@
 #include <chorus/host.hpp>
 #include <chorus/nccl.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -37,18 +39,11 @@ cudaStream_t stream_a() { return reinterpret_cast<cudaStream_t>(std::uintptr_t{0
 Comm made(int rank, int size, fake::Script script = fake::Script()) {
   fake::reset(script);
   Comm comm = Comm::init_rank(size, Comm::unique_id(), rank);
-  std::lock_guard<std::mutex> lock(fake::state().mutex);
-  fake::state().calls.clear();
+  fake::clear_calls();
   return comm;
 }
 
-std::vector<std::string> nccl_calls() {
-  std::vector<std::string> out;
-  for (const std::string& name : fake::names()) {
-    if (name != "ncclGetVersion") out.push_back(name);
-  }
-  return out;
-}
+std::vector<std::string> nccl_calls() { return fake::work_names(); }
 
 using support::ScopedEnv;
 
@@ -223,7 +218,11 @@ TEST_CASE("each collective is the NCCL call it should be, on the view's stream",
   Comm comm = made(1, 4);
   auto view = comm.on(stream_a());
   std::vector<float> a(64), b(64);
-  auto last = [] { return fake::calls().back(); };
+  auto last = [] {  // the last call to NCCL (wait()'s event is recorded after it)
+    const std::vector<fake::Call> calls = fake::calls();
+    auto it = std::find_if(calls.rbegin(), calls.rend(), [](const fake::Call& c) { return !fake::bookkeeping(c.function); });
+    return *it;
+  };
 
   view.all_reduce(a.data(), b.data(), 10, ReduceOp::avg);
   CHECK(last().function == "ncclAllReduce");
@@ -317,14 +316,17 @@ TEST_CASE("all_to_all in place sends from a stream-ordered copy, freed after the
     if (c.function == "ncclSend") CHECK((c.send == staging || c.send == static_cast<const std::uint8_t*>(staging) + 3));
     if (c.function == "ncclRecv") CHECK((c.recv == data.data() || c.recv == data.data() + 3));
     if (c.function == "cudaFreeAsync") CHECK(c.send == staging);
-    if (c.function.rfind("ncclGroup", 0) != 0 && c.function != "ncclGetVersion") CHECK(c.stream == stream_a());
+    if (c.function.rfind("ncclGroup", 0) != 0 && c.function != "cudaEventCreate" && c.function != "ncclGetVersion") {
+      CHECK(c.stream == stream_a());
+    }
   }
 }
 
 TEST_CASE("barrier is an all-reduce of one int on the stream", "[nccl][comm]") {
   Comm comm = made(0, 2);
   comm.on(stream_a()).barrier();
-  CHECK(nccl_calls() == Names{"cudaMallocAsync", "cudaMemsetAsync", "ncclAllReduce", "cudaFreeAsync"});
+  // The int is the communicator's, made and zeroed on its first barrier (test_nccl_wait.cpp follows it).
+  CHECK(nccl_calls() == Names{"cudaMalloc", "cudaMemsetAsync", "ncclAllReduce"});
   int reduces = 0;
   for (const fake::Call& c : fake::calls()) {
     if (c.function != "ncclAllReduce") continue;
@@ -364,18 +366,19 @@ TEST_CASE("a call NCCL answers with ncclInProgress is waited out", "[nccl][comm]
   CHECK(fake::state().async_polls - polls_before == 31);
 }
 
-TEST_CASE("wait polls the stream and NCCL; a timeout aborts once and names the last call", "[nccl][comm]") {
+TEST_CASE("wait polls this communicator's work and NCCL; a timeout aborts once and names the last call", "[nccl][comm]") {
   fake::Script script;
-  script.stream_busy_polls = 20;
+  script.kernel_ms = 40;
   Comm comm = made(1, 2, script);
   auto view = comm.on(stream_a());
   std::vector<float> a(4);
   view.all_reduce(a.data(), a.data(), 4, ReduceOp::sum);
+  const auto start = std::chrono::steady_clock::now();
   view.wait();
-  CHECK(fake::state().script.stream_busy_polls == 0);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(30));
 
   ScopedEnv timeout("CHORUS_TIMEOUT_MS", "100");
-  fake::state().script.stream_busy_polls = 1 << 30;
+  fake::state().script.kernels_hang = true;
   view.all_to_all(a.data(), a.data(), 2);  // one call, though it is four NCCL calls
   view.broadcast(a.data(), a.data(), 4, 1);
   try {
@@ -384,7 +387,8 @@ TEST_CASE("wait polls the stream and NCCL; a timeout aborts once and names the l
   } catch (const chorus::Error& e) {
     CHECK(e.code() == ErrorCode::timeout);
     CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 100 ms") &&
-                             Catch::Contains("to finish broadcast (call 3 on this communicator)"));
+                             Catch::Contains("to finish broadcast (call 3 on this communicator)") &&
+                             Catch::Contains("timed from when all_to_all (call 2) could start"));
   }
   CHECK(fake::count("ncclCommAbort") == 1);
   // The communicator stays failed, and says why.
@@ -400,8 +404,10 @@ TEST_CASE("wait polls the stream and NCCL; a timeout aborts once and names the l
 
 TEST_CASE("an asynchronous error during a wait aborts and reports the peer's failure", "[nccl][comm]") {
   fake::Script script;
-  script.stream_busy_polls = 1 << 30;
+  script.kernels_hang = true;
   Comm comm = made(0, 2, script);
+  std::vector<float> a(4);
+  comm.on(stream_a()).all_reduce(a.data(), a.data(), 4, ReduceOp::sum);
   {
     std::lock_guard<std::mutex> lock(fake::state().mutex);
     fake::comm_of(comm.raw()).async = ncclRemoteError;
@@ -470,7 +476,9 @@ TEST_CASE("a Group launches its members' calls together and settles each at its 
     CHECK(chorus::nccl::detail::GroupState<fake::Library>::here().members.size() == 2);
     group.end();
   }
-  CHECK(nccl_calls() == Names{"ncclGroupStart", "ncclAllReduce", "ncclAllReduce", "ncclGroupEnd"});
+  // comms[1] is on device 1: its call, and marking the end of its calls at the group's end, switch there and back.
+  CHECK(nccl_calls() == Names{"ncclGroupStart", "ncclAllReduce", "cudaSetDevice", "ncclAllReduce", "cudaSetDevice",
+                              "ncclGroupEnd", "cudaSetDevice", "cudaSetDevice"});
   for (auto& c : fake::state().comms) CHECK(c->busy_polls == 0);
   CHECK(chorus::nccl::detail::GroupState<fake::Library>::here().members.empty());
 
@@ -542,10 +550,12 @@ TEST_CASE("inside a Group, a call's scratch is freed only after the group has la
     CHECK(fake::count("cudaFreeAsync") == 0);
     group.end();
   }
-  // comms[1] is on device 1: its scratch is made there, and the caller's device (0) restored.
-  CHECK(nccl_calls() == Names{"ncclGroupStart", "cudaMallocAsync", "cudaMemsetAsync", "ncclAllReduce", "cudaSetDevice",
+  // comms[1] is on device 1: its scratch is made there, and the caller's device (0) restored. The barrier's
+  // int is the communicator's own (never freed per call).
+  CHECK(nccl_calls() == Names{"ncclGroupStart", "cudaMalloc", "cudaMemsetAsync", "ncclAllReduce", "cudaSetDevice",
                               "cudaMallocAsync", "cudaMemcpyAsync", "ncclGroupStart", "ncclSend", "ncclRecv", "ncclSend",
-                              "ncclRecv", "ncclGroupEnd", "cudaSetDevice", "ncclGroupEnd", "cudaFreeAsync", "cudaFreeAsync"});
+                              "ncclRecv", "ncclGroupEnd", "cudaSetDevice", "ncclGroupEnd", "cudaFreeAsync", "cudaSetDevice",
+                              "cudaSetDevice"});
   CHECK(fake::current_device() == 0);
 }
 

@@ -19,7 +19,21 @@ struct ScriptedProbe {
   int error_after = 0;         // polls before `error` shows
   bool stream_fails = false;
   bool never_done = false;
-  int polls = 0, stream_queries = 0, aborts = 0;
+  int reach_busy_polls = 0;    // reached says false this many times (wait_for_work)
+  bool never_reached = false;
+  bool reach_fails = false;
+  int polls = 0, stream_queries = 0, reach_queries = 0, aborts = 0;
+
+  bool reached() {
+    ++reach_queries;
+    if (reach_fails) throw chorus::Error(ErrorCode::internal, "event query failed: illegal address");
+    if (never_reached) return false;
+    if (reach_busy_polls > 0) {
+      --reach_busy_polls;
+      return false;
+    }
+    return true;
+  }
 
   ncclResult_t async_error() {
     ++polls;
@@ -46,6 +60,11 @@ struct ScriptedProbe {
 
 void wait(ScriptedProbe& probe, long timeout_ms = 10000) {
   chorus::nccl::wait_for_nccl(probe, "all_reduce", chorus::RankName(1), "stream 0x1 to finish all_reduce (call 4)", timeout_ms);
+}
+
+void wait_for_work(ScriptedProbe& probe, long timeout_ms, long queue_timeout_ms) {
+  chorus::nccl::wait_for_work(probe, "wait", chorus::RankName(1), "stream 0x1 to reach all_reduce (call 4)",
+                              "stream 0x1 to finish all_reduce (call 4)", timeout_ms, queue_timeout_ms);
 }
 }  // namespace
 
@@ -122,4 +141,67 @@ TEST_CASE("a nonblocking operation that stays in progress times out too", "[nccl
   CHECK_THROWS_AS(wait(probe, 100), chorus::Error);
   CHECK(probe.aborts == 1);
   CHECK(probe.stream_queries == 0);  // never asked: NCCL was still busy
+}
+
+// wait_for_work: the view's wait, in two phases (until the stream reaches the work, then until it is done).
+
+TEST_CASE("wait_for_work asks for the end only once the stream has reached the work", "[nccl][progress]") {
+  ScriptedProbe probe;
+  probe.reach_busy_polls = 30;
+  probe.stream_busy_polls = 10;
+  wait_for_work(probe, 10000, 10000);
+  CHECK(probe.reach_queries == 31);
+  CHECK(probe.stream_queries == 11);
+  CHECK(probe.aborts == 0);
+}
+
+TEST_CASE("work ahead that never lets the stream reach the work: the queue bound throws and does not abort",
+          "[nccl][progress]") {
+  ScriptedProbe probe;
+  probe.never_reached = true;
+  const auto start = Clock::now();
+  try {
+    wait_for_work(probe, 50, 200);  // the shorter CHORUS_TIMEOUT_MS does not apply before the work is reached
+    FAIL("must time out");
+  } catch (const chorus::Error& e) {
+    CHECK(e.code() == ErrorCode::timeout);
+    CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 200 ms (CHORUS_NCCL_QUEUE_TIMEOUT_MS) for "
+                                           "stream 0x1 to reach all_reduce (call 4)") &&
+                             Catch::Contains("not aborted"));
+  }
+  CHECK(Clock::now() - start >= std::chrono::milliseconds(200));
+  CHECK(probe.aborts == 0);
+  CHECK(probe.stream_queries == 0);
+}
+
+TEST_CASE("once the work is reached, CHORUS_TIMEOUT_MS bounds it and aborts", "[nccl][progress]") {
+  ScriptedProbe probe;
+  probe.reach_busy_polls = 40;
+  probe.never_done = true;
+  try {
+    wait_for_work(probe, 100, 100000);
+    FAIL("must time out");
+  } catch (const chorus::Error& e) {
+    CHECK(e.code() == ErrorCode::timeout);
+    CHECK_THAT(e.what(), Catch::Contains("waited 100 ms (CHORUS_TIMEOUT_MS) for stream 0x1 to finish all_reduce (call 4)"));
+  }
+  CHECK(probe.aborts == 1);
+}
+
+TEST_CASE("before the work is reached, a peer's failure or a failing stream still aborts", "[nccl][progress]") {
+  SECTION("asynchronous error") {
+    ScriptedProbe probe;
+    probe.never_reached = true;
+    probe.error = ncclRemoteError;
+    probe.error_after = 20;
+    CHECK_THROWS_WITH(wait_for_work(probe, 10000, 10000),
+                      Catch::Contains("(ncclRemoteError)") && Catch::Contains("while waiting for stream 0x1 to reach"));
+    CHECK(probe.aborts == 1);
+  }
+  SECTION("stream error") {
+    ScriptedProbe probe;
+    probe.reach_fails = true;
+    CHECK_THROWS_WITH(wait_for_work(probe, 10000, 10000), "event query failed: illegal address");
+    CHECK(probe.aborts == 1);
+  }
 }

@@ -74,7 +74,7 @@ class BasicComm {
 
   BasicComm split(int color, int key) { return BasicComm(on().split(color, key)); }
 
-  // Until `stream` has run everything enqueued on it (see View::wait).
+  // Until this communicator's work is done (see View::wait; `stream` is checked for capture).
   void wait(cudaStream_t stream) const { on(stream).wait(); }
 
   // ncclCommAbort: stops this rank's NCCL work now; its peers see ncclRemoteError. Later calls throw.

@@ -69,8 +69,14 @@ std::vector<HandlePtr<Api>> init_all(const std::vector<int>& devices) {
   ncclUniqueId id;
   const ncclResult_t got = Api::get_unique_id(&id);
   if (got != ncclSuccess) throw nccl_error(got, call, 0, "ncclGetUniqueId", Api::last_error(nullptr));
+  // The caller's device is switched only to make a communicator on another one, and restored only if it
+  // was switched: cudaSetDevice makes a context on the device it selects (DeviceScope, handle.hpp).
   int saved_device = 0;
   cuda::check_cuda(Api::get_device(&saved_device), call, 0, "cudaGetDevice");
+  int current = saved_device;
+  auto restore = [&] {
+    if (current != saved_device) Api::set_device(saved_device);
+  };
 
   const int n = static_cast<int>(devices.size());
   std::vector<HandlePtr<Api>> handles;
@@ -78,7 +84,11 @@ std::vector<HandlePtr<Api>> init_all(const std::vector<int>& devices) {
     group_start<Api>(call, 0);
     try {
       for (int i = 0; i < n; ++i) {
-        cuda::check_cuda(Api::set_device(devices[static_cast<std::size_t>(i)]), call, i, "cudaSetDevice");
+        const int device = devices[static_cast<std::size_t>(i)];
+        if (device != current) {
+          cuda::check_cuda(Api::set_device(device), call, i, "cudaSetDevice");
+          current = device;
+        }
         ncclConfig_t config = nonblocking_config();
         handles.push_back(std::make_shared<Handle<Api>>(RankName(i)));
         GroupState<Api>::here().join(handles.back());
@@ -98,10 +108,10 @@ std::vector<HandlePtr<Api>> init_all(const std::vector<int>& devices) {
     group_end<Api>(call, 0);  // settles every new communicator
   } catch (...) {
     for (auto& handle : handles) handle->abort(ErrorCode::internal, "nccl::init_all failed");
-    Api::set_device(saved_device);
+    restore();
     throw;
   }
-  Api::set_device(saved_device);
+  restore();
   return handles;
 }
 

@@ -80,20 +80,36 @@ void group_end(const char* call, RankName rank) {
   }
   std::vector<std::shared_ptr<Handle<Api>>> members;
   members.swap(state.members);
-  for (auto& [data, stream] : state.scratch) Api::free_async(data, stream);
-  state.scratch.clear();
+  std::vector<std::pair<void*, cudaStream_t>> scratch;
+  scratch.swap(state.scratch);
+  // The scratch is freed once the group's work is on the streams: after the members are settled, since
+  // with ncclInProgress NCCL may still be enqueueing it (or after they are aborted).
+  auto free_scratch = [&] {
+    for (auto& [data, stream] : scratch) Api::free_async(data, stream);
+  };
   if (result != ncclSuccess && result != ncclInProgress) {
     // NCCL may have launched part of the group: the communicators are in an unknown state.
     for (auto& member : members) {
       member->abort(error_code_of(result), chorus::detail::concat("ncclGroupEnd failed in ", call));
+      member->record_deferred(call);  // forgets the mark: an aborted communicator has nothing to wait for
     }
+    free_scratch();
     throw nccl_error(result, call, rank, "ncclGroupEnd", Api::last_error(nullptr));
   }
-  // Every member is settled even when one fails, so none is left with NCCL still busy on it.
+  // Every member is settled even when one fails, so none is left with NCCL still busy on it; then each
+  // marks the end of its calls in the group on their stream, for wait() (handle.hpp).
   std::exception_ptr first;
   for (auto& member : members) {
     try {
       member->settle(call, "ncclGroupEnd");
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  free_scratch();
+  for (auto& member : members) {
+    try {
+      member->record_deferred(call);
     } catch (...) {
       if (!first) first = std::current_exception();
     }

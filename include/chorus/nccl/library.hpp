@@ -67,7 +67,16 @@ struct Library {
 
   static cudaError_t get_device(int* device) { return cudaGetDevice(device); }
   static cudaError_t set_device(int device) { return cudaSetDevice(device); }
-  static cudaError_t stream_query(cudaStream_t stream) { return cudaStreamQuery(stream); }
+  static cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+    return cudaStreamIsCapturing(stream, status);
+  }
+  static cudaError_t exchange_capture_mode(cudaStreamCaptureMode* mode) { return cudaThreadExchangeStreamCaptureMode(mode); }
+  static cudaError_t event_create(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDisableTiming); }
+  static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream) { return cudaEventRecord(event, stream); }
+  static cudaError_t event_query(cudaEvent_t event) { return cudaEventQuery(event); }
+  static cudaError_t event_destroy(cudaEvent_t event) { return cudaEventDestroy(event); }
+  static cudaError_t malloc(void** data, std::size_t bytes) { return cudaMalloc(data, bytes); }
+  static cudaError_t free(void* data) { return cudaFree(data); }
   static cudaError_t malloc_async(void** data, std::size_t bytes, cudaStream_t stream) {
     return cudaMallocAsync(data, bytes, stream);
   }

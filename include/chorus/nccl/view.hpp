@@ -2,7 +2,8 @@
 // members (core/communicator.hpp), so generic code never sees a stream. Every call is stream-ordered:
 // it checks its arguments on the host (runtime/call_check.hpp, before anything reaches NCCL), enqueues
 // the NCCL work on the stream and returns; the work is done when the stream reaches it, which
-// `wait()` (bounded) or any later stream-ordered use observes.
+// `wait()` (bounded, and only for this communicator's work, not the rest of the stream) or any later
+// stream-ordered use observes.
 //
 //   auto view = comm.on(stream);
 //   view.all_reduce(grad, grad, n, chorus::ReduceOp::avg);    // device pointers
@@ -14,7 +15,9 @@
 //     all-reduce of one int, as NCCL users write it; send and recv are ncclSend and ncclRecv;
 //   - the order of floating-point sums is NCCL's, and avg on floats multiplies by 1/size before summing
 //     (NCCL's PreMulSum), so results are not bit-identical to the host backend's;
-//   - ranks that disagree are not detected: NCCL hangs, and wait() times out and aborts.
+//   - ranks that disagree are not detected: NCCL hangs, and wait() times out and aborts;
+//   - calls may be captured into a CUDA graph (NCCL supports it); wait() during a capture is refused
+//     (a host wait cannot be captured) and leaves the communicator as it was.
 // In a build with NVTX3 (runtime/nvtx_range.hpp) each call that passes its checks is an NVTX range,
 // e.g. "chorus::all_reduce 64 MiB float32 sum nccl": the algorithm is NCCL's to choose, so it says nccl.
 // A view holds a share of the communicator: a view returned by split owns the new communicator.
@@ -66,7 +69,9 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     const runtime::NvtxRange range("send", count * size_of(type), type, peer);
     if (count == 0) return;
     h.note("send");
+    Work work(h, stream_, "send");
     enqueue(h, "send", "ncclSend", [&] { return Api::send(data, count, nccl_type, peer, h.raw(), stream_); });
+    work.done();
   }
   void recv(void* data, std::size_t count, DataType type, int peer) {
     detail::Handle<Api>& h = ready("recv");
@@ -74,27 +79,21 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     const runtime::NvtxRange range("recv", count * size_of(type), type, peer);
     if (count == 0) return;
     h.note("recv");
+    Work work(h, stream_, "recv");
     enqueue(h, "recv", "ncclRecv", [&] { return Api::recv(data, count, nccl_type, peer, h.raw(), stream_); });
+    work.done();
   }
 
   // An all-reduce of one int on the stream: work enqueued after it starts once every rank has reached it.
+  // The int is the communicator's own, made on its first barrier (Handle::barrier_flag).
   void barrier() {
     detail::Handle<Api>& h = ready("barrier");
     const runtime::NvtxRange range(call_of(runtime::CallKind::barrier), 0, kNcclChooses);
-    const detail::DeviceScope<Api> on_device(h.device(), h.name(), "barrier");
     h.note("barrier");
-    void* flag = nullptr;
-    h.check_cuda(Api::malloc_async(&flag, sizeof(int), stream_), "barrier", "cudaMallocAsync");
-    try {
-      h.check_cuda(Api::memset_async(flag, 0, sizeof(int), stream_), "barrier", "cudaMemsetAsync");
-      enqueue(h, "barrier", "ncclAllReduce", [&] {
-        return Api::all_reduce(flag, flag, 1, ncclInt32, ncclSum, h.raw(), stream_);
-      });
-    } catch (...) {
-      detail::free_after_launch<Api>(flag, stream_);
-      throw;
-    }
-    h.check_cuda(detail::free_after_launch<Api>(flag, stream_), "barrier", "cudaFreeAsync");
+    Work work(h, stream_, "barrier");
+    void* flag = h.barrier_flag(stream_, "barrier");
+    enqueue(h, "barrier", "ncclAllReduce", [&] { return Api::all_reduce(flag, flag, 1, ncclInt32, ncclSum, h.raw(), stream_); });
+    work.done();
   }
 
   // ncclCommSplit: a view of the new communicator on the same stream (null for a negative colour).
@@ -104,8 +103,13 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     return BasicView(detail::split<Api>(handle_, color, key), stream_);
   }
 
-  // Until the stream has run everything enqueued on it; bounded by CHORUS_TIMEOUT_MS, after which the
-  // communicator is aborted and chorus::Error (timeout) names the last call.
+  // Until this communicator's work enqueued so far (on any stream, outside graph captures) is done; not
+  // the rest of the stream: work the caller queued there before or after it is not waited for (a
+  // stream-ordered use, or cudaStreamSynchronize, sees that). Bounded by CHORUS_TIMEOUT_MS from when the
+  // stream reaches this communicator's oldest unfinished call, after which the communicator is aborted
+  // and chorus::Error (timeout) names the last call; the stream reaching it is bounded by
+  // CHORUS_NCCL_QUEUE_TIMEOUT_MS, which throws without aborting (Handle::wait). Refused while the
+  // view's stream is being captured.
   void wait() {
     runtime::check_comm("wait", handle_ != nullptr);
     handle_->wait(stream_, "wait");
@@ -133,6 +137,28 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     }
     return h;
   }
+
+  // One chorus call's stream work, from its first enqueue to its last: on the communicator's device (the
+  // legacy stream is a device's own), and marked by the events a view's wait() polls (Handle::begin_work;
+  // nothing is marked while the stream is being captured). done() after the last enqueue; a call that
+  // throws marks no end.
+  class Work {
+   public:
+    Work(detail::Handle<Api>& h, cudaStream_t stream, const char* call)
+        : h_(h), stream_(stream), call_(call), on_device_(h.device(), h.name(), call), marked_(h.begin_work(stream, call)) {}
+    Work(const Work&) = delete;
+    Work& operator=(const Work&) = delete;
+    void done() {
+      if (marked_) h_.end_work(stream_, call_, detail::GroupState<Api>::here().depth > 0);
+    }
+
+   private:
+    detail::Handle<Api>& h_;
+    cudaStream_t stream_;
+    const char* call_;
+    detail::DeviceScope<Api> on_device_;
+    bool marked_;
+  };
 
   // One NCCL call (the caller has noted the chorus call): joins an open group, which then settles this
   // communicator at its end, else settles ncclInProgress now.
@@ -165,6 +191,7 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     const runtime::NvtxRange range(checked.descriptor, args.count * checked.element_size, kNcclChooses);
     if (args.count == 0) return;  // nothing moves; every rank skips alike, since counts must agree
     h.note(name);
+    Work work(h, stream_, name);
     const void* send = args.send;
     void* recv = args.recv;
     const std::size_t count = args.count;
@@ -188,6 +215,7 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
         grouped_all_to_all(h, send, recv, count, type, checked);
         break;
     }
+    work.done();
   }
 
   // One ncclSend and one ncclRecv per peer (this rank included) in a group. In place, the sends read a
@@ -198,8 +226,7 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     const char* name = "all_to_all";
     const std::size_t block = count * checked.element_size;
     const std::size_t bytes = block * static_cast<std::size_t>(h.size());
-    void* staging = nullptr;
-    const detail::DeviceScope<Api> on_device(h.device(), h.name(), name);
+    void* staging = nullptr;  // on the communicator's device: the caller's Work made it current
     if (checked.buffers_alias) {
       h.check_cuda(Api::malloc_async(&staging, bytes, stream_), name, "cudaMallocAsync");
       const cudaError_t copied = Api::copy_async(staging, send, bytes, stream_);
