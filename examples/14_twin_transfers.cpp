@@ -3,6 +3,8 @@
 // parallel step does. One transfer call carries every rank's sends and receives at once, so no stage waits
 // for its neighbour to post its half first. Run on the CUDA kernels' CPU twin (the same kernel body
 // cuda::Team launches on GPUs), so this runs anywhere; then the same data as an all_to_all, pairwise.
+// The twin is asynchronous like a GPU: a call only enqueues its launch on a stream (here the twin device's
+// default one), and the data may be read after synchronize().
 #include <chorus/cuda/twin/twin_team.hpp>
 
 #include <cstdio>
@@ -25,6 +27,7 @@ int main() {
       hand_on.push_back({s, s + 1, held[static_cast<std::size_t>(s)].data(), incoming[static_cast<std::size_t>(s + 1)].data(), count});
     }
     team.transfer(hand_on);
+    team.synchronize();  // the transfer ran: incoming holds the neighbours' activations
     for (int s = 1; s < stages; ++s) held[static_cast<std::size_t>(s)] = incoming[static_cast<std::size_t>(s)];
     held[0].assign(count, 0.0f);  // stage 0 starts a new micro-batch
   }
@@ -40,7 +43,8 @@ int main() {
     ins.push_back(in[static_cast<std::size_t>(r)].data());
     outs.push_back(out[static_cast<std::size_t>(r)].data());
   }
-  team.all_to_all<float>(ins, outs, 3, chorus::cuda::kernel::KernelAlgorithm::pairwise);
+  team.all_to_all<float>(ins, outs, 3, chorus::Algorithm::pairwise);
+  team.synchronize();
   // Rank 1's block from rank 2 is rank 2's block 1: 10 * 2 + 1.
   std::printf("all_to_all: rank 1 got %.1f from rank 2 (expected 21.0)\n", static_cast<double>(out[1][2 * 3]));
   return held[stages - 1][0] == 6.0f && out[1][2 * 3] == 21.0f ? 0 : 1;

@@ -68,13 +68,14 @@ void compare(chorus::cuda::Team& team, KernelAlgorithm algorithm, std::size_t co
   team.synchronize();
   chorus::cuda::twin::Options options;
   options.blocks = team.blocks_per_rank();
-  options.lanes = 4;
+  options.threads = 4;
   options.staging_bytes = 8u << 20;
   options.ll_bytes = 1u << 20;
   options.fifo_slot_bytes = 128u << 10;
   options.ring_orders = team.ring_orders();  // the same channel rings: the same fold order per block
   chorus::cuda::twin::Team twin(n, options);
-  twin.all_reduce<T>(twin_in, twin_out_ptr, count, op, algorithm);
+  twin.all_reduce_with<T>(twin_in, twin_out_ptr, count, op, algorithm);
+  twin.synchronize();
   for (int r = 0; r < n; ++r) {
     std::vector<T> got(count);
     check(cudaMemcpy(got.data(), out_ptr[static_cast<std::size_t>(r)], count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
@@ -120,20 +121,14 @@ void compare_collective(chorus::cuda::Team& team, chorus::Collective collective,
   team.synchronize();
   chorus::cuda::twin::Options options;
   options.blocks = team.blocks_per_rank();
-  options.lanes = 4;
+  options.threads = 4;
   options.staging_bytes = 8u << 20;
   options.ll_bytes = 1u << 20;
   options.fifo_slot_bytes = 128u << 10;
   options.ring_orders = team.ring_orders();  // the same channel rings: the same fold order per block
   chorus::cuda::twin::Team twin(n, options);
-  switch (collective) {
-    case chorus::Collective::broadcast: twin.broadcast<T>(twin_in, twin_out_ptr, count, root, algorithm); break;
-    case chorus::Collective::reduce: twin.reduce<T>(twin_in, twin_out_ptr, count, op, root, algorithm); break;
-    case chorus::Collective::all_gather: twin.all_gather<T>(twin_in, twin_out_ptr, count, algorithm); break;
-    case chorus::Collective::reduce_scatter: twin.reduce_scatter<T>(twin_in, twin_out_ptr, count, op, algorithm); break;
-    case chorus::Collective::all_to_all: twin.all_to_all<T>(twin_in, twin_out_ptr, count, algorithm); break;
-    case chorus::Collective::all_reduce: twin.all_reduce<T>(twin_in, twin_out_ptr, count, op, algorithm); break;
-  }
+  twin.collective_with<T>(collective, twin_in, twin_out_ptr, count, op, root, algorithm);  // the same template, on the twin
+  twin.synchronize();
   for (int r = 0; r < n; ++r) {
     if (collective == chorus::Collective::reduce && r != root) continue;
     std::vector<T> got(recvs);

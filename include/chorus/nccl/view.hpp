@@ -50,6 +50,9 @@ class BasicComm;
 template <class Api>
 class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> {
  public:
+  // Buffers are device memory; a call completes when its stream reaches it (wait() observes it).
+  static constexpr MemorySpace memory_space = MemorySpace::device;
+
   BasicView() = default;  // a null communicator
   BasicView(std::shared_ptr<detail::Handle<Api>> handle, cudaStream_t stream) : handle_(std::move(handle)), stream_(stream) {}
 
