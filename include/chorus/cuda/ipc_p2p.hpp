@@ -18,17 +18,14 @@
 
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
-#include "../runtime/validate.hpp"
+#include "../runtime/call_check.hpp"
 #include "ipc_calls.hpp"
 #include "kernel/p2p_call.hpp"
 
 namespace chorus::cuda {
 
 inline void add_ipc_transfer(kernel::P2pTable& table, const IpcPeerCall& c, const char* call, int rank, int size) {
-  runtime::check_type(call, rank, c.type);
-  runtime::check_peer(call, rank, c.peer, size);
-  runtime::check_buffer(call, rank, c.data, c.count, "data");
-  const std::size_t bytes = runtime::checked_bytes(call, rank, c.count, 1, size_of(c.type));
+  const std::size_t bytes = runtime::check_point_to_point(call, rank, size, c.data, c.count, c.type, c.peer);
   int& used = c.sending ? table.send_count : table.recv_count;
   if (used == kernel::kMaxRanks) {
     throw make_error(ErrorCode::invalid_argument, call, rank, "this would be ", c.sending ? "send" : "receive", " number ",

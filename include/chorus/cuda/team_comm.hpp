@@ -208,10 +208,7 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
 
   void check_peer_call(const char* name, const void* data, std::size_t count, DataType type, int peer) const {
     runtime::check_comm(name, rendezvous_ != nullptr);
-    runtime::check_type(name, rank_, type);
-    runtime::check_peer(name, rank_, peer, size());
-    runtime::check_buffer(name, rank_, data, count, "data");
-    runtime::checked_bytes(name, rank_, count, 1, size_of(type));
+    runtime::check_point_to_point(name, rank_, size(), data, count, type, peer);
   }
 
   std::shared_ptr<Adapter> adapter_;

@@ -33,6 +33,7 @@
 #include "../core/collective.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
+#include "../core/memory_space.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/collective_front.hpp"
@@ -265,10 +266,7 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
   // send's and recv's argument checks; returns the NCCL type.
   ncclDataType_t checked_peer_call(detail::Handle<Api>& h, const char* name, const void* data, std::size_t count,
                                    DataType type, int peer) {
-    runtime::check_type(name, h.name(), type);
-    runtime::check_peer(name, h.name(), peer, h.size());
-    runtime::check_buffer(name, h.name(), data, count, "data");
-    runtime::checked_bytes(name, h.name(), count, 1, size_of(type));
+    runtime::check_point_to_point(name, h.name(), h.size(), data, count, type, peer);
     return to_nccl(type, h.version(name), name, h.name());
   }
 
