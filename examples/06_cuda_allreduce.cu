@@ -47,7 +47,8 @@ bool on_the_cpu_twin(int ranks, std::size_t count) {
       in.push_back(data[static_cast<std::size_t>(r)].data());
       out.push_back(data[static_cast<std::size_t>(r)].data());  // in place
     }
-    team.all_reduce<float>(in, out, count, ReduceOp::sum, algorithm);
+    team.all_reduce_with<float>(in, out, count, ReduceOp::sum, algorithm);
+    team.synchronize();  // the twin is asynchronous, as a GPU: read after the wait
     const float expected = static_cast<float>(ranks * (ranks + 1) / 2);
     bool right = true;
     for (const auto& rank : data) {
@@ -88,7 +89,9 @@ bool per_rank_views_on_the_twin(int ranks, std::size_t count) {
   bool ok = one_thread_per_rank(ranks, [&](int r) {
     std::vector<float>& mine = data[static_cast<std::size_t>(r)];
     mine.assign(count, static_cast<float>(r + 1));
-    team.comm(r).all_reduce(mine.data(), mine.data(), count, ReduceOp::sum);  // returns once every rank's part ran
+    auto comm = team.comm(r);
+    comm.all_reduce(mine.data(), mine.data(), count, ReduceOp::sum);  // returns once every rank's part is enqueued
+    comm.wait();                                                       // ... and now it ran
   });
   const float expected = static_cast<float>(ranks * (ranks + 1) / 2);
   for (const auto& rank : data) {

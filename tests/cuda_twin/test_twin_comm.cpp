@@ -257,6 +257,10 @@ TEST_CASE("a moved team's views run on the team it moved to") {
     CHECK_FALSE(outcome.threw);
     CHECK(outcome.failures.empty());
   }
+  // The moved-from team refuses calls instead of launching on nothing.
+  std::vector<float> x(4);
+  CHECK_THROWS_WITH(first.all_reduce<float>({x.data()}, {x.data()}, 4, ReduceOp::sum), Catch::Contains("called on a moved-from team"));
+  CHECK_NOTHROW(first.synchronize());  // nothing to wait for
 }
 
 TEST_CASE("bad arguments fail the calling rank at once, before the rendezvous") {

@@ -165,7 +165,7 @@ TEST_CASE("work ahead that never lets the stream reach the work: the queue bound
     FAIL("must time out");
   } catch (const chorus::Error& e) {
     CHECK(e.code() == ErrorCode::timeout);
-    CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 200 ms (CHORUS_NCCL_QUEUE_TIMEOUT_MS) for "
+    CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 200 ms (CHORUS_KERNEL_TIMEOUT_MS) for "
                                            "stream 0x1 to reach all_reduce (call 4)") &&
                              Catch::Contains("not aborted"));
   }

@@ -1,7 +1,7 @@
 // What a view's wait() waits for, and the CUDA objects behind it, over the scripted fake of NCCL and
 // CUDA (fake_library.hpp), whose streams run on the wall clock: wait() waits for this communicator's own
 // work only (two events per communicator, re-recorded), times CHORUS_TIMEOUT_MS from when the stream
-// reaches that work and never aborts for work queued ahead of it (CHORUS_NCCL_QUEUE_TIMEOUT_MS); a wait
+// reaches that work and never aborts for work queued ahead of it (CHORUS_KERNEL_TIMEOUT_MS); a wait
 // during stream capture is refused and leaves the communicator healthy; barrier's int is made once per
 // communicator; the device is switched (and restored) only when it is not current already; a group's
 // scratch is freed only once its members are settled. Each test goes red with the code it checks undone.
@@ -123,7 +123,7 @@ TEST_CASE("the bound starts at this communicator's oldest unfinished call: its o
   // A rank mismatch hangs an early call; the caller queues more work and another call, then waits. The
   // hang is this communicator's, so CHORUS_TIMEOUT_MS catches it, not the ten-minute queue bound.
   ScopedEnv timeout("CHORUS_TIMEOUT_MS", "150");
-  ScopedEnv queue("CHORUS_NCCL_QUEUE_TIMEOUT_MS", "60000");
+  ScopedEnv queue("CHORUS_KERNEL_TIMEOUT_MS", "60000");
   fake::Script script;
   script.kernels_hang = true;
   Comm comm = made(0, 2, script);
@@ -145,10 +145,10 @@ TEST_CASE("the bound starts at this communicator's oldest unfinished call: its o
   CHECK(fake::count("ncclCommAbort") == 1);
 }
 
-TEST_CASE("work ahead that keeps the stream from this communicator's call: CHORUS_NCCL_QUEUE_TIMEOUT_MS, no abort",
+TEST_CASE("work ahead that keeps the stream from this communicator's call: CHORUS_KERNEL_TIMEOUT_MS, no abort",
           "[nccl][wait]") {
   ScopedEnv timeout("CHORUS_TIMEOUT_MS", "100");
-  ScopedEnv queue("CHORUS_NCCL_QUEUE_TIMEOUT_MS", "250");
+  ScopedEnv queue("CHORUS_KERNEL_TIMEOUT_MS", "250");
   Comm comm = made(1, 2);
   std::vector<float> a(4);
   auto view = comm.on(stream_a());
@@ -160,7 +160,7 @@ TEST_CASE("work ahead that keeps the stream from this communicator's call: CHORU
     FAIL("must time out");
   } catch (const chorus::Error& e) {
     CHECK(e.code() == ErrorCode::timeout);
-    CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 250 ms (CHORUS_NCCL_QUEUE_TIMEOUT_MS) for "
+    CHECK_THAT(e.what(), Catch::StartsWith("chorus::wait on rank 1: waited 250 ms (CHORUS_KERNEL_TIMEOUT_MS) for "
                                            "stream 0x5a to reach all_reduce (call 1 on this communicator)") &&
                              Catch::Contains("not this communicator's") && Catch::Contains("not aborted"));
   }
@@ -187,10 +187,10 @@ TEST_CASE("a failing event query (the context failed) aborts and passes CUDA's e
   CHECK(fake::count("ncclCommAbort") == 1);
 }
 
-TEST_CASE("CHORUS_NCCL_QUEUE_TIMEOUT_MS is checked like CHORUS_TIMEOUT_MS", "[nccl][wait]") {
-  CHECK(chorus::nccl::queue_timeout_ms() == chorus::nccl::kDefaultQueueTimeoutMs);
-  ScopedEnv queue("CHORUS_NCCL_QUEUE_TIMEOUT_MS", "10s");
-  CHECK_THROWS_WITH(chorus::nccl::queue_timeout_ms(), Catch::Contains("CHORUS_NCCL_QUEUE_TIMEOUT_MS must be a positive integer"));
+TEST_CASE("CHORUS_KERNEL_TIMEOUT_MS is checked like CHORUS_TIMEOUT_MS", "[nccl][wait]") {
+  CHECK(chorus::nccl::queue_timeout_ms() == chorus::kDefaultKernelTimeoutMs);
+  ScopedEnv queue("CHORUS_KERNEL_TIMEOUT_MS", "10s");
+  CHECK_THROWS_WITH(chorus::nccl::queue_timeout_ms(), Catch::Contains("CHORUS_KERNEL_TIMEOUT_MS must be a positive integer"));
 }
 
 TEST_CASE("two events per communicator, made once, re-recorded around its calls, destroyed with it", "[nccl][wait]") {

@@ -1,10 +1,12 @@
 // Environment knobs. Read on every call (cheap: a getenv) so tests and tools can change them at run time.
 //   CHORUS_TIMEOUT_MS  bound on every wait, in milliseconds (default 30000; a positive integer, at most
 //                      env::kMaxTimeoutMs = 7 days)
-//   CHORUS_KERNEL_TIMEOUT_MS  bound on every wait inside a GPU kernel (and its CPU twin), in milliseconds
-//                      (default 600000 = 10 minutes, as torch's default collective timeout: a rank that is
-//                      late by a checkpoint's I/O must not break the communicator; at most kMaxTimeoutMs).
-//                      The host's wait for a kernel is bounded by it plus a grace period from the kernel's start.
+//   CHORUS_KERNEL_TIMEOUT_MS  bound on device work, in milliseconds: every wait inside a chorus kernel (and
+//                      its CPU twin), and how long work queued ahead of a device communicator's call may
+//                      hold its stream (default 600000 = 10 minutes, as torch's default collective timeout:
+//                      a rank that is late by a checkpoint's I/O must not break the communicator; at most
+//                      kMaxTimeoutMs). The host's wait for a kernel is bounded by it plus a grace period
+//                      from the kernel's start.
 //   CHORUS_LOG         none | warn | info | debug  (default warn)
 //   CHORUS_TRACE_BUFFER calls each rank's flight recorder keeps per communicator (default 2048, scaled
 //                      down for large teams; 0 turns recording off; at most env::kMaxTraceBuffer)
@@ -52,21 +54,15 @@ inline long parse_integer_knob(const char* name, const char* text, long min, lon
 }
 
 // A malformed knob is an error, not a silent default: a typo must not turn a 1 s timeout into 30 s.
-inline long timeout_ms() {
-  const char* text = std::getenv("CHORUS_TIMEOUT_MS");
-  if (text == nullptr || *text == '\0') return kDefaultTimeoutMs;
-  return parse_integer_knob("CHORUS_TIMEOUT_MS", text, 1, kMaxTimeoutMs,
-                            detail::concat("a positive integer of milliseconds, at most ", kMaxTimeoutMs, " (7 days)")
-                                .c_str());
+inline long milliseconds_knob(const char* name, long fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  return parse_integer_knob(name, text, 1, kMaxTimeoutMs,
+                            detail::concat("a positive integer of milliseconds, at most ", kMaxTimeoutMs, " (7 days)").c_str());
 }
 
-inline long kernel_timeout_ms() {
-  const char* text = std::getenv("CHORUS_KERNEL_TIMEOUT_MS");
-  if (text == nullptr || *text == '\0') return kDefaultKernelTimeoutMs;
-  return parse_integer_knob("CHORUS_KERNEL_TIMEOUT_MS", text, 1, kMaxTimeoutMs,
-                            detail::concat("a positive integer of milliseconds, at most ", kMaxTimeoutMs, " (7 days)")
-                                .c_str());
-}
+inline long timeout_ms() { return milliseconds_knob("CHORUS_TIMEOUT_MS", kDefaultTimeoutMs); }
+inline long kernel_timeout_ms() { return milliseconds_knob("CHORUS_KERNEL_TIMEOUT_MS", kDefaultKernelTimeoutMs); }
 
 // CHORUS_TRACE_BUFFER, or -1 when unset (the backend picks its default).
 inline long trace_buffer() {

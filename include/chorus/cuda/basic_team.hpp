@@ -358,6 +358,7 @@ class BasicTeam {
 
   // What every call checks before launching: the team is usable, the streams and takes_part fit.
   void check_launch(const char* call, const std::vector<Stream>& streams, const std::vector<bool>& takes_part) const {
+    if (scratch_.empty()) throw Error(ErrorCode::invalid_argument, detail::concat("chorus::", call, ": called on a moved-from team"));
     if (aborted_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", call, ": the team was aborted; make a new Team"));
     if (broken_) throw Error(ErrorCode::peer_failed, detail::concat("chorus::", call, ": an earlier call failed; make a new Team"));
     const auto n = devices_.size();

@@ -249,7 +249,7 @@ class Handle {
 
   // Until this communicator's work enqueued so far (outside captures) is done, watching for asynchronous
   // NCCL errors: first until the stream reaches its oldest unfinished call, bounded by
-  // CHORUS_NCCL_QUEUE_TIMEOUT_MS and never aborting (the work ahead of it is not this communicator's),
+  // CHORUS_KERNEL_TIMEOUT_MS and never aborting (the work ahead of it is not this communicator's),
   // then until its last call is done, bounded by CHORUS_TIMEOUT_MS from then (progress.hpp).
   // The second bound starts when the host sees `start` complete, at the wait call at the earliest: CUDA
   // does not say when an event completed, so a wait called late gives the work more time, never less.

@@ -9,7 +9,7 @@
 //   wait_for_work   a view's wait(): two phases, so that work the caller queued on the stream ahead of
 //                   this communicator's is never held against it (handle.hpp records the events):
 //                   1. until the stream reaches this communicator's oldest unfinished call (reached()),
-//                      bounded by CHORUS_NCCL_QUEUE_TIMEOUT_MS (default 10 minutes); running past it
+//                      bounded by CHORUS_KERNEL_TIMEOUT_MS (default 10 minutes); running past it
 //                      throws `timeout` but does NOT abort: nothing of this communicator has run yet, so
 //                      it is as healthy as it was, and the caller may wait again or abort it;
 //                   2. then until its last call is done (stream_done()), bounded by CHORUS_TIMEOUT_MS
@@ -38,18 +38,9 @@
 namespace chorus::nccl {
 
 // Bound of the first phase of a view's wait(): how long work queued ahead of this communicator's on the
-// stream (the caller's compute, another communicator's calls) may keep the stream from reaching it.
-inline constexpr long kDefaultQueueTimeoutMs = 10L * 60 * 1000;
-
-// CHORUS_NCCL_QUEUE_TIMEOUT_MS, or the default; malformed is an error, like CHORUS_TIMEOUT_MS.
-inline long queue_timeout_ms() {
-  const char* text = std::getenv("CHORUS_NCCL_QUEUE_TIMEOUT_MS");
-  if (text == nullptr || *text == '\0') return kDefaultQueueTimeoutMs;
-  return env::parse_integer_knob("CHORUS_NCCL_QUEUE_TIMEOUT_MS", text, 1, env::kMaxTimeoutMs,
-                                 chorus::detail::concat("a positive integer of milliseconds, at most ", env::kMaxTimeoutMs,
-                                                        " (7 days)")
-                                     .c_str());
-}
+// stream (the caller's compute, another communicator's calls) may keep the stream from reaching it. The
+// bound on device work is one knob for every device communicator: CHORUS_KERNEL_TIMEOUT_MS (core/env.hpp).
+inline long queue_timeout_ms() { return env::kernel_timeout_ms(); }
 
 namespace detail {
 
@@ -119,7 +110,7 @@ void wait_for_work(Probe& probe, const char* call, RankName rank, const std::str
         [&] { return poller.ready(reach, [&] { return probe.reached(); }); }, [] {},
         [&]() -> long {
           throw make_error(ErrorCode::timeout, call, rank, "waited ", queue_timeout_ms,
-                           " ms (CHORUS_NCCL_QUEUE_TIMEOUT_MS) for ", reach,
+                           " ms (CHORUS_KERNEL_TIMEOUT_MS) for ", reach,
                            ": work queued ahead of it on the stream (not this communicator's) is still running; "
                            "the communicator is not aborted and stays usable (wait again, or abort it)");
         });

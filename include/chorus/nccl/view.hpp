@@ -112,7 +112,7 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
   // stream-ordered use, or cudaStreamSynchronize, sees that). Bounded by CHORUS_TIMEOUT_MS from when the
   // stream reaches this communicator's oldest unfinished call, after which the communicator is aborted
   // and chorus::Error (timeout) names the last call; the stream reaching it is bounded by
-  // CHORUS_NCCL_QUEUE_TIMEOUT_MS, which throws without aborting (Handle::wait). Refused while the
+  // CHORUS_KERNEL_TIMEOUT_MS, which throws without aborting (Handle::wait). Refused while the
   // view's stream is being captured.
   void wait() {
     runtime::check_comm("wait", handle_ != nullptr);

@@ -151,9 +151,13 @@ class CudaDevice {
     check_cuda(status, call, rank, "cudaEventQuery");
     return true;
   }
+  // The legacy stream while another stream captures in global mode answers cudaErrorStreamCaptureImplicit:
+  // capturing too, as far as a host wait is concerned (querying would invalidate the capture).
   bool capturing(Stream stream) const {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
+    const cudaError_t asked = cudaStreamIsCapturing(stream, &status);
+    if (asked == cudaErrorStreamCaptureImplicit) return true;
+    return asked == cudaSuccess && status != cudaStreamCaptureStatusNone;
   }
 
   template <class T>
