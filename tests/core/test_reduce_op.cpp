@@ -281,4 +281,49 @@ TEMPLATE_TEST_CASE("combine_range min and max match combine bit for bit", "[redu
   }
 }
 
+// ---- Floating sum, prod and avg's divide with NaNs (issue 21, item 6). A NaN they compute is the canonical
+// NaN whatever the operands' signs and payloads, so its bits depend neither on the operand order nor on
+// whether a loop's vector or scalar path ran (on x86 they kept one operand's payload, and which one differed
+// between those paths); every other result is IEEE's, and so also the same in either order.
+
+TEMPLATE_TEST_CASE("floating sum and prod: a NaN result is canonical, in either operand order and loop path",
+                   "[reduce_op][nan]", float, double, chorus::half, chorus::bfloat16) {
+  using S = Special<TestType>;
+  const auto specials = S::values();
+  std::vector<TestType> a, b;  // every ordered pair: long enough for the vectorised body and its tail
+  for (auto x : specials) {
+    for (auto y : specials) {
+      a.push_back(from_bits<TestType>(x));
+      b.push_back(from_bits<TestType>(y));
+    }
+  }
+  std::vector<TestType> ab(a.size()), ba(a.size());
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::avg}) {
+    chorus::combine_range(op, a.data(), b.data(), ab.data(), a.size());
+    chorus::combine_range(op, b.data(), a.data(), ba.data(), a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const auto one = bits_of(chorus::combine(op, a[i], b[i]));
+      INFO(chorus::to_string(op) << "(" << hex(bits_of(a[i])) << ", " << hex(bits_of(b[i])) << ") = " << hex(one));
+      if (S::is_nan(bits_of(a[i])) || S::is_nan(bits_of(b[i]))) REQUIRE(one == S::kNan);
+      if (S::is_nan(one)) REQUIRE(one == S::kNan);  // Inf - Inf, 0 * Inf (x86's own NaN there is 0xffc00000)
+      REQUIRE(bits_of(ab[i]) == one);
+      REQUIRE(bits_of(ba[i]) == one);
+      REQUIRE(bits_of(chorus::combine(op, b[i], a[i])) == one);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("divide_by: a NaN result is canonical, with any rank count", "[reduce_op][nan]", float, double,
+                   chorus::half, chorus::bfloat16) {
+  using S = Special<TestType>;
+  for (auto x : S::values()) {
+    for (int ranks : {1, 3, 8}) {
+      const auto q = bits_of(chorus::divide_by(from_bits<TestType>(x), ranks));
+      INFO(hex(x) << " / " << ranks << " = " << hex(q));
+      REQUIRE(S::is_nan(q) == S::is_nan(x));
+      if (S::is_nan(q)) REQUIRE(q == S::kNan);
+    }
+  }
+}
+
 }  // namespace test_reduce_op

@@ -42,6 +42,30 @@ CHORUS_HOST_DEVICE inline T narrow(C value) {
   return static_cast<T>(value);
 }
 
+template <class F> struct float_bits;
+template <> struct float_bits<float> { using type = std::uint32_t; static constexpr type kNan = 0x7fffffffu; };
+template <> struct float_bits<double> {
+  using type = std::uint64_t;
+  static constexpr type kNan = 0x7fffffffffffffffu;
+};
+
+// A NaN that sum, prod or avg's divide computes becomes the canonical quiet NaN (all ones but the sign, what
+// NVIDIA GPUs' arithmetic returns; 0x7fff once narrowed to half or bfloat16), whatever the operands' signs
+// and payloads. x86 would keep one operand's payload, and which one depends on the operand order the
+// compiler emits, which differs between a loop's vector and scalar paths (the twin's one-shot fold, whose
+// path depends on each rank's buffer alignment, gave ranks different half NaNs): canonical, a NaN has the
+// same bits on every rank, path and backend. A compare and a select per element, in a memory-bound loop.
+template <class C>
+CHORUS_HOST_DEVICE inline C canonical_nan(C value) {
+  if constexpr (std::is_floating_point<C>::value) {
+    using U = typename float_bits<C>::type;
+    const U nan = float_bits<C>::kNan;  // a copy: device code may not bind a reference to the member
+    return value != value ? bit_cast<C>(nan) : value;
+  } else {
+    return value;
+  }
+}
+
 // Integer sum and prod wrap, as NCCL's do. Signed overflow is undefined in C++, so they run in the unsigned
 // type of the same width (modular) and convert back, which keeps the low bits: defined since C++20 and what
 // every C++17 compiler does. Types narrower than int use unsigned int, or promotion would make them signed.
@@ -54,7 +78,7 @@ CHORUS_HOST_DEVICE inline T add(T a, T b) {
     using W = wrap_t<T>;
     return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
   } else {
-    return narrow<T>(widen(a) + widen(b));
+    return narrow<T>(canonical_nan(widen(a) + widen(b)));
   }
 }
 
@@ -64,16 +88,9 @@ CHORUS_HOST_DEVICE inline T multiply(T a, T b) {
     using W = wrap_t<T>;
     return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
   } else {
-    return narrow<T>(widen(a) * widen(b));
+    return narrow<T>(canonical_nan(widen(a) * widen(b)));
   }
 }
-
-template <class F> struct float_bits;
-template <> struct float_bits<float> { using type = std::uint32_t; static constexpr type kNan = 0x7fffffffu; };
-template <> struct float_bits<double> {
-  using type = std::uint64_t;
-  static constexpr type kNan = 0x7fffffffffffffffu;
-};
 
 // Floating min and max treat NaN as missing data, as NCCL's device code does (fminf/fmaxf, __hmin/__hmax):
 // a NaN loses to any number, and two NaNs give one canonical quiet NaN (all ones but the sign, CUDA's; it
@@ -167,7 +184,7 @@ inline void combine_range(ReduceOp op, const T* a, const T* b, T* dst, std::size
 template <class T>
 CHORUS_HOST_DEVICE inline T divide_by(T value, int ranks) {
   using C = typename detail::compute_type<T>::type;
-  return detail::narrow<T>(detail::widen(value) / static_cast<C>(ranks));
+  return detail::narrow<T>(detail::canonical_nan(detail::widen(value) / static_cast<C>(ranks)));
 }
 
 template <class T>
