@@ -47,7 +47,7 @@ constexpr std::size_t kCount = 301;
 chorus::cuda::twin::Options small_options() {
   chorus::cuda::twin::Options options;
   options.blocks = 2;
-  options.lanes = 2;
+  options.threads = 2;
   options.staging_bytes = 4096;
   options.ll_bytes = 2048;
   options.fifo_slot_bytes = 64;
