@@ -2,8 +2,10 @@
 // process that made them, so ranks on host threads of one process can only be one rank, or be refused. With
 // one rank (host::Team(1)): every collective through the view, typed and type-erased, must give the exact
 // single-rank result; barrier, split (colour 0: a one-rank communicator that works; -1: a null one), and
-// the refusals (a send to itself, calls on a null or moved-from communicator); two host-thread ranks on one GPU must both get the "one GPU per rank" Error (the
-// record exchange, no IPC open). Several processes need MPI: examples/13_cuda_ipc.cu under mpirun.
+// the refusals (a send to itself, calls on a null or moved-from communicator, host waits during stream
+// capture, calls after abort()); two host-thread ranks on one GPU must both get the "one GPU per rank"
+// Error (the record exchange, no IPC open). The driver itself (cuda/basic_ipc_comm.hpp) is proven on the
+// CPU twin (tests/cuda_twin/test_twin_ipc.cpp). Several processes need MPI: examples/13_cuda_ipc.cu under mpirun.
 // Exits 77 (skipped) when no GPU is visible. NOT YET RUN ON A GPU: it compiles here, where there is none.
 #include <chorus/cuda.hpp>
 #include <chorus/host.hpp>
@@ -99,6 +101,28 @@ void one_rank() {
     expect(refusal([&] { same.wait(); }).find("null communicator (moved from") != std::string::npos,
            "wait on a moved-from communicator is chorus::Error");
     moved.barrier();
+    // Host waits while the stream of the last call is being captured are refused, and the communicator
+    // stays usable once the capture ends (nothing was captured).
+    view.all_reduce(send, recv, count, ReduceOp::sum);
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    expect(refusal([&] { comm.wait(); }).find("being captured into a graph") != std::string::npos, "wait() during capture is refused");
+    expect(refusal([&] { view.barrier(); }).find("being captured into a graph") != std::string::npos,
+           "barrier() during capture is refused");
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    std::size_t nodes = 1;
+    check(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+    expect(nodes == 0, "the refused waits captured nothing");
+    check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    expect_copy("all_reduce before the capture, waited for after it");
+    view.barrier();
+    // abort(): the communicator's kernels give up their waits, wait() says who aborted, and it refuses calls.
+    auto doomed = comm.split(0, 0);
+    doomed.on(stream).all_reduce(send, recv, count, ReduceOp::sum);
+    doomed.abort();
+    expect(refusal([&] { doomed.wait(); }).find("rank 0 aborted the communicator") != std::string::npos,
+           "wait() after abort() reports peer_failed naming the rank");
+    expect(refusal([&] { doomed.barrier(); }).find("was aborted") != std::string::npos, "an aborted communicator refuses calls");
     check(cudaStreamDestroy(stream), "cudaStreamDestroy");
     check(cudaFree(send), "cudaFree");
     check(cudaFree(recv), "cudaFree");

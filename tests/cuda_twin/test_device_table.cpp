@@ -6,6 +6,7 @@
 
 #include <chorus/core/memory_space.hpp>
 #include <chorus/cuda/kernel_choice.hpp>
+#include <chorus/cuda/twin/ipc_twin.hpp>
 #include <chorus/cuda/twin/twin_team.hpp>
 
 #include "support/communicator_table.hpp"
@@ -86,6 +87,16 @@ TEST_CASE("the twin's per-rank view: its row's memory and completion are its tra
   // cuda::RankComm is the same template over CudaDevice: its row must say the same.
   CHECK(table_row("chorus::cuda::RankComm").memory == chorus::memory_space_v<View>);
   CHECK(table_row("chorus::cuda::RankComm").completes_on_return == chorus::completes_on_return_v<View>);
+}
+
+TEST_CASE("the twin's IPC communicator: its row's memory and completion are its traits, and IpcComm's") {
+  using Ipc = chorus::cuda::twin::IpcRank;
+  for (const char* name : {"chorus::cuda::twin::IpcRank", "chorus::cuda::IpcComm"}) {
+    INFO(name);
+    CHECK(table_row(name).memory == chorus::memory_space_v<Ipc>);
+    CHECK(table_row(name).completes_on_return == chorus::completes_on_return_v<Ipc>);
+  }
+  CHECK(chorus::memory_space_v<Ipc::View> == MemorySpace::device);
 }
 
 TEST_CASE("the device rows' Algorithm column is the mapping the code runs") {

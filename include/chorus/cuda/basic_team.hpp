@@ -313,14 +313,7 @@ class BasicTeam {
     args.count = count;
     args.op = op;
     args.root = root;
-    try {
-      (void)runtime::check_collective(args, rank, ranks);
-    } catch (const Error& e) {  // worded as the team's call: "chorus::cuda::Team::all_reduce on rank 1: ..."
-      std::string message = e.what();
-      const std::string generic = detail::concat("chorus::", traits(collective).name);
-      if (message.compare(0, generic.size(), generic) == 0) message.replace(0, generic.size(), detail::concat("chorus::", call));
-      throw Error(e.code(), message);
-    }
+    check_rank_collective(call, rank, ranks, args);
   }
 
   // One launch per launch group (all virtual ranks at once, else one per GPU), each on its rank's stream

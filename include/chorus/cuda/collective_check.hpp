@@ -1,14 +1,16 @@
-// Argument checks of a team-wide collective call (every rank's buffers at once), shared by the CPU twin's
-// Team and cuda::Team so both refuse the same calls with the same chorus::Error: the call, the rank and
-// the bad value. Host code only.
+// Argument checks of a collective call of chorus's kernels (a team's, every rank's buffers at once; or one
+// rank's, IpcComm's), shared by the communicators written over a Device so the GPU and the CPU twin refuse
+// the same calls with the same chorus::Error: the call, the rank and the bad value. Host code only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "../core/collective.hpp"
 #include "../core/error.hpp"
+#include "../runtime/call_check.hpp"
 #include "kernel/collective_call.hpp"
 
 namespace chorus::cuda {
@@ -72,6 +74,20 @@ inline void check_team_call(const TeamCallShape& shape, const std::vector<const 
 inline void check_rank_call(const TeamCallShape& shape, int rank, const void* input, const void* output) {
   check_call_shape(shape);
   check_rank_buffers(shape, rank, input, output);
+}
+
+// One rank's arguments through the runtime's check (runtime/call_check.hpp: what host::Comm checks: type,
+// op, algorithm, root, null buffers, sizes, overlapping buffers), its error worded as `call`:
+// "chorus::cuda::IpcComm::all_reduce on rank 1: ...".
+inline void check_rank_collective(const char* call, int rank, int ranks, const runtime::CollectiveArgs& args) {
+  try {
+    (void)runtime::check_collective(args, rank, ranks);
+  } catch (const Error& e) {
+    std::string message = e.what();
+    const std::string generic = detail::concat("chorus::", traits(args.collective).name);
+    if (message.compare(0, generic.size(), generic) == 0) message.replace(0, generic.size(), detail::concat("chorus::", call));
+    throw Error(e.code(), message);
+  }
 }
 
 }  // namespace chorus::cuda

@@ -2,8 +2,8 @@
 // communicator (host::Comm, mpi::Comm: anything with is_communicator_v) or any other Channel (below; a
 // split exchanges its records through the parent IpcComm's own kernels, cuda/ipc_split.hpp). Plain C++17:
 // what turns a peer's handle into a pointer is a policy, so the same bootstrap runs on the GPU
-// (cudaIpcOpenMemHandle, cuda/ipc_comm.cuh) and on the CPU twin (cuda/twin/ipc_twin.hpp), where the tests
-// prove it.
+// (cudaIpcOpenMemHandle) and on the CPU twin (its registry) alike: BasicIpcComm<Device>
+// (cuda/basic_ipc_comm.hpp) opens through its Device, and the twin's tests prove it.
 //
 //   int blocks = ipc_agree_blocks(host, hello_record, call);          // exchange 1: check, agree on blocks
 //   ... size the layout from `blocks`, allocate, export handles ...
@@ -152,6 +152,9 @@ class IpcPeerMemory {
   ~IpcPeerMemory() { close_all(); }
 
   const kernel::RankView& view() const { return view_; }
+  // Forgets the mappings without closing them, for a teardown whose wait for this rank's kernel did not
+  // end: unmapping memory a running kernel reads is worse than leaking the mapping.
+  void keep_open() noexcept { opened_.clear(); }
 
  private:
   template <class Channel>

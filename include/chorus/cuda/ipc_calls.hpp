@@ -1,13 +1,13 @@
 // The communicator contract's call forms (core/communicator.hpp: typed and type-erased collectives,
-// send and recv) for the multi-process CUDA communicator and its CPU twin: cuda::IpcComm, IpcComm::View
-// (cuda/ipc_comm.cuh) and twin::IpcRank (cuda/twin/ipc_twin.hpp) derive from IpcCalls and supply two
-// members, so the twin proves the same mapping the GPU runs. Plain C++17.
+// send and recv) for the multi-process CUDA communicator, BasicIpcComm<Device> and its View
+// (cuda/basic_ipc_comm.hpp: cuda::IpcComm on a GPU, twin::IpcRank on the CPU twin), which derive from
+// IpcCalls and supply two members. Plain C++17.
 //
 //   template <class T>
 //   void run_collective(const runtime::CollectiveArgs& args);  // checks, then launches this rank's blocks
 //   void run_transfer(const IpcPeerCall& call);                 // checks, then sends or receives (or queues
 //                                                               // it inside group())
-// The Algorithm of a collective maps to a kernel through kernel_for (kernel_choice.hpp), as cuda::Team's
+// The Algorithm of a collective maps to a kernel through kernel_for_call (kernel_choice.hpp), as cuda::Team's
 // calls and the per-rank views choose it.
 #pragma once
 
@@ -33,12 +33,12 @@ struct IpcPeerCall {
   int peer;
 };
 
-// The kernel a collective runs for `algorithm`, as cuda::Team's calls choose it; an Algorithm with no
-// kernel for the collective is chorus::Error naming the call and the rank.
+// The kernel a collective runs for `algorithm` (kernel_for_call: the one mapping every device communicator
+// uses); an Algorithm with no kernel for the collective is chorus::Error naming the call and the rank.
 inline kernel::KernelAlgorithm ipc_kernel_of(const char* call, int rank, Collective collective, Algorithm algorithm,
                                              std::size_t bytes, int ranks) {
   try {
-    return collective == Collective::all_reduce ? kernel_for(algorithm, bytes, ranks) : kernel_for(collective, algorithm, bytes);
+    return kernel_for_call(collective, algorithm, bytes, ranks);
   } catch (const Error& e) {
     throw make_error(e.code(), call, rank, e.what());
   }

@@ -16,6 +16,7 @@
 #include "../../core/data_type.hpp"
 #include "../../core/error.hpp"
 #include "../collective_kernel.cuh"
+#include "../ipc_record.hpp"
 #include "../launch.cuh"
 #include "../runtime_check.hpp"
 #include "../transfer_kernel.cuh"
@@ -158,6 +159,30 @@ class CudaDevice {
     const cudaError_t asked = cudaStreamIsCapturing(stream, &status);
     if (asked == cudaErrorStreamCaptureImplicit) return true;
     return asked == cudaSuccess && status != cudaStreamCaptureStatusNone;
+  }
+
+  // IPC: this process's allocation as a handle its peers open, a peer's opened (mapped here) and closed.
+  IpcHandle ipc_export(void* pointer, const char* call, int rank) const {
+    static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(IpcHandle), "IpcHandle carries a cudaIpcMemHandle_t");
+    select(call, rank);
+    cudaIpcMemHandle_t native;
+    check_cuda(cudaIpcGetMemHandle(&native, pointer), call, rank, "cudaIpcGetMemHandle");
+    IpcHandle handle;
+    std::memcpy(handle.bytes, &native, sizeof native);
+    return handle;
+  }
+  void* ipc_open(const IpcHandle& handle, int peer, const char* call) const {
+    select(call, peer);
+    cudaIpcMemHandle_t native;
+    std::memcpy(&native, handle.bytes, sizeof native);
+    void* pointer = nullptr;
+    check_cuda(cudaIpcOpenMemHandle(&pointer, native, cudaIpcMemLazyEnablePeerAccess), call, peer, "cudaIpcOpenMemHandle");
+    return pointer;
+  }
+  void ipc_close(void* pointer) const noexcept {
+    if (pointer == nullptr) return;
+    cudaSetDevice(ordinal_);
+    cudaIpcCloseMemHandle(pointer);
   }
 
   template <class T>

@@ -11,6 +11,8 @@
 //   memory     allocate / free (uninitialised, as cudaMalloc), memset (asynchronous on the default stream),
 //              copy (synchronous), allocate_mapped / free_mapped (host memory the kernels see),
 //              write_word / read_word (one word of device memory while kernels run: abort), synchronize()
+//   ipc        ipc_export(pointer) -> IpcHandle (ipc_record.hpp), ipc_open(handle, peer) -> a pointer here,
+//              ipc_close(pointer): a peer process's memory (BasicIpcComm, basic_ipc_comm.hpp)
 //   ordering   create_event / destroy_event, record(event, stream), stream_wait(stream, event),
 //              query(event) (true once the work before the event's latest record has run), capturing(stream)
 //   kernels    collective_entry<T>() and ensure_fits (the co-residency check), launch_collective<T> and

@@ -71,6 +71,7 @@ class TwinDevice {
   void free(void* pointer) const noexcept {
     if (pointer == nullptr) return;
     if (state_->running.load() > 0) ++state_->freed_while_running;
+    ipc_registry().unexport(pointer);  // as on a GPU: freed memory's handles name nothing
     std::free(pointer);
   }
   void memset(void* pointer, int value, std::size_t bytes, const char*, int) const {
@@ -155,6 +156,28 @@ class TwinDevice {
   // Freed-while-running count of device `ordinal` (see free()).
   static long freed_while_running(int ordinal = 0) { return state_of(ordinal).freed_while_running.load(); }
 
+  // IPC (cudaIpcGetMemHandle, cudaIpcOpenMemHandle, cudaIpcCloseMemHandle) through the process-wide
+  // registry, the twin's driver: ranks are threads, a handle names an allocation of this process, and
+  // opens are counted (ipc_registry().open_count()) so tests can check that every open was closed.
+  IpcHandle ipc_export(void* pointer, const char*, int) const { return ipc_registry().export_memory(pointer); }
+  void* ipc_open(const IpcHandle& handle, int peer, const char* call) const {
+    int left = state_->failing_open.load();
+    while (left > 0 && !state_->failing_open.compare_exchange_weak(left, left - 1)) {
+    }
+    if (left == 1) {
+      throw make_error(ErrorCode::internal, call, peer, "opening its memory handle failed (injected: TwinDevice::fail_ipc_open)");
+    }
+    return ipc_registry().open(handle, peer);
+  }
+  void ipc_close(void* pointer) const noexcept { ipc_registry().close(pointer); }
+  static twin::IpcRegistry& ipc_registry() {
+    static twin::IpcRegistry* registry = new twin::IpcRegistry;  // never destroyed: frees may come after statics
+    return *registry;
+  }
+  // Tests: the `nth` IPC open on device `ordinal` from now on fails, as a failed cudaIpcOpenMemHandle
+  // (0: none).
+  static void fail_ipc_open(int ordinal, int nth) { state_of(ordinal).failing_open.store(nth); }
+
   // The CUDA device guard's twin: nothing to restore (declared so, not defaulted: a guard is not "unused").
   struct CurrentGuard {
     CurrentGuard() {}   // NOLINT(modernize-use-equals-default)
@@ -167,6 +190,7 @@ class TwinDevice {
     std::unique_ptr<twin::Stream> default_stream;
     std::atomic<int> running{0};
     std::atomic<long> freed_while_running{0};
+    std::atomic<int> failing_open{0};  // fail_ipc_open's countdown
   };
   // One state per ordinal for the life of the program (so a device's default stream outlives every team).
   static State& state_of(int ordinal) {

@@ -44,7 +44,8 @@ class Event {
     return marked_;
   }
   // The stream reached `point`; `failure`: the stream's first error, which the event reports from then on.
-  // Notifies under the lock: a host thread that sees the point reached may destroy the event at once.
+  // Notifies under the lock: a waiter that sees the point reached may destroy the event at once (a host
+  // wait's local event, a communicator's order event at teardown), so nothing may touch it after the unlock.
   void reach(std::uint64_t point, std::exception_ptr failure) {
     std::lock_guard<std::mutex> lock(mutex_);
     reached_ = std::max(reached_, point);
