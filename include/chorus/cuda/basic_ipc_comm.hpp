@@ -514,7 +514,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     const int me = rank();
     TransferTables tables{};
     tables.table[me] = table;  // the kernel reads its own rank's table only
-    enqueue(call, "p2p", Device::template collective_entry<std::uint8_t>(), DataType::uint8, stream,
+    enqueue(call, "p2p", Device::template transfer_entry<std::uint8_t>(), DataType::uint8, stream,
             [&](const Device& device, const LaunchShape& shape) {
               device.template launch_transfer<std::uint8_t>(stream, shape, tables, call, me);
             });
@@ -544,8 +544,11 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
 
   // After the wait: an abort (this rank's abort word, written by whichever rank aborted), else this rank's
   // kernel timeout record.
+  // A kernel that saw an abort gave up its wait through the timeout record, so the abort word (a read of
+  // device memory: costly on a GPU) is read only when the record is set or this rank aborted.
   void raise_kernel_failure() {
     const char* call = call_name<Device>("IpcComm::wait");
+    if (!timed_out(*timeout_host_) && !aborted_.load()) return;
     const std::uint32_t aborted = Device(device_).read_word(&signals_->aborted, call, rank());
     if (aborted != 0) {
       broken_ = true;

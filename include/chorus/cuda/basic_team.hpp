@@ -204,7 +204,7 @@ class BasicTeam {
     for (std::size_t r = 0; r < tables.size(); ++r) {
       if (takes_part.empty() || takes_part[r]) all.table[r] = tables[r];
     }
-    launch_all(call, "p2p", Device::template collective_entry<T>(), data_type_v<T>, streams,
+    launch_all(call, "p2p", Device::template transfer_entry<T>(), data_type_v<T>, streams,
                [&](const Device& device, Stream stream, const LaunchShape& shape, int first) {
                  device.template launch_transfer<T>(stream, shape, all, call, first);
                });
@@ -236,6 +236,8 @@ class BasicTeam {
       broken_ = true;
       throw;
     }
+    // Nothing outstanding: a later wait need not look at a stream the caller may have destroyed since.
+    std::fill(launched_.begin(), launched_.end(), 0);
     raise_kernel_failure(call);
   }
 
@@ -374,8 +376,13 @@ class BasicTeam {
     }
   }
 
-  // After the wait: an abort (this team's or, through the signals, anyone's) or the first timeout record.
+  // After the wait: an abort or the first timeout record. A kernel that saw the abort gave up its wait
+  // through its timeout record, so the abort words (reads of device memory: costly on a GPU) are read only
+  // when a record is set or the team was aborted.
   void raise_kernel_failure(const char* call) {
+    bool any_record = aborted_;
+    for (std::size_t r = 0; r < devices_.size(); ++r) any_record = any_record || timed_out(timeouts_host_[r]);
+    if (!any_record) return;
     for (std::size_t r = 0; r < devices_.size(); ++r) {
       const std::uint32_t aborted = device_of(r).read_word(&signals_[r]->aborted, call, static_cast<int>(r));
       if (aborted == 0) continue;

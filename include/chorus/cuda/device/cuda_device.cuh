@@ -189,6 +189,10 @@ class CudaDevice {
   static const void* collective_entry() {
     return reinterpret_cast<const void*>(&collective_kernel<T>);
   }
+  template <class T>
+  static const void* transfer_entry() {
+    return reinterpret_cast<const void*>(&transfer_kernel<T>);
+  }
   void ensure_fits(std::vector<const void*>& checked, const void* entry, DataType type, int threads, int ranks, int blocks,
                    const char* call, int rank) const {
     ensure_kernel_fits(checked, entry, type, ordinal_, threads, ranks, blocks, call, rank);
@@ -214,7 +218,7 @@ class CudaDevice {
     int blocks = shape.blocks;
     TransferTables by_value = tables;
     void* kernel_args[] = {&views, &by_value, &first_rank, &blocks};
-    launch_rank_blocks(reinterpret_cast<const void*>(&transfer_kernel<T>), kernel_args, shape.ranks, shape.blocks, shape.threads,
+    launch_rank_blocks(transfer_entry<T>(), kernel_args, shape.ranks, shape.blocks, shape.threads,
                        stream, call, rank);
   }
 

@@ -15,7 +15,7 @@
 //              ipc_close(pointer): a peer process's memory (BasicIpcComm, basic_ipc_comm.hpp)
 //   ordering   create_event / destroy_event, record(event, stream), stream_wait(stream, event),
 //              query(event) (true once the work before the event's latest record has run), capturing(stream)
-//   kernels    collective_entry<T>() and ensure_fits (the co-residency check), launch_collective<T> and
+//   kernels    collective_entry<T>(), transfer_entry<T>() and ensure_fits (the co-residency check), launch_collective<T> and
 //              launch_transfer<T>: one cooperative launch of LaunchShape (kernel/launch_args.hpp), which
 //              returns at once; the kernel runs when the stream reaches it
 //   CurrentGuard  restores the caller's current device at scope exit

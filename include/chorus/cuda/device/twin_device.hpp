@@ -126,6 +126,11 @@ class TwinDevice {
     static const char entry = 0;
     return &entry;
   }
+  template <class T>
+  static const void* transfer_entry() {
+    static const char entry = 0;
+    return &entry;
+  }
   void ensure_fits(std::vector<const void*>&, const void*, DataType, int, int, int, const char*, int) const {}
 
   // One launch: every rank of `shape` that takes part runs its blocks, all at once (as one cooperative

@@ -74,9 +74,13 @@ class Event {
   std::exception_ptr failure_;
 };
 
-// Work recorded by capture: replayed by launching it on a stream, as a CUDA graph is.
+class Stream;
+
+// Work recorded by capture: replayed by launching it on a stream, as a CUDA graph is. Each node makes its
+// work when the graph is launched (an event record marks its event then, as a launched graph's record
+// node does).
 struct Graph {
-  std::vector<std::function<void()>> work;
+  std::vector<std::function<std::function<void()>(Stream&)>> nodes;
 };
 
 class Stream {
@@ -98,7 +102,7 @@ class Stream {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (capturing_) {
-        captured_.work.push_back(std::move(work));
+        captured_.nodes.push_back([work = std::move(work)](Stream&) { return work; });
         return;
       }
       queue_.push_back(std::move(work));
@@ -106,10 +110,18 @@ class Stream {
     changed_.notify_all();
   }
 
-  // cudaEventRecord: `event` is reached when the worker passes this point.
+  // cudaEventRecord: `event` is reached when the worker passes this point. During capture the record is a
+  // node of the graph: the event is marked when the graph is launched, not now, so a graph never launched
+  // leaves the event as it was (as with CUDA).
   void record(Event& event) {
-    const std::uint64_t point = event.mark();
-    enqueue([this, &event, point] { event.reach(point, failure()); });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (capturing_) {
+        captured_.nodes.push_back([&event](Stream& stream) { return stream.record_work(event); });
+        return;
+      }
+    }
+    enqueue(record_work(event));
   }
   // cudaStreamWaitEvent: later work waits for the event's latest point at this moment (none: no wait).
   // The work it waits for is bounded, and so is this wait: a point never reached fails the stream.
@@ -141,7 +153,7 @@ class Stream {
   }
   // Replays a captured graph on this stream.
   void launch(const Graph& graph) {
-    for (const auto& work : graph.work) enqueue(work);
+    for (const auto& node : graph.nodes) enqueue(node(*this));
   }
 
   // The first exception any work threw (a sticky error, as a CUDA context's); null if none.
@@ -151,6 +163,12 @@ class Stream {
   }
 
  private:
+  // Marks the event's next point now; the work reaches it when this stream runs it.
+  std::function<void()> record_work(Event& event) {
+    const std::uint64_t point = event.mark();
+    return [this, &event, point] { event.reach(point, failure()); };
+  }
+
   void run() {
     for (;;) {
       std::function<void()> work;
