@@ -1042,7 +1042,7 @@ TEST_CASE("IPC twin: wait(), barrier() and split() during stream capture are ref
     note([&] { comm.barrier(); });
     note([&] { comm.on(&stream).barrier(); });
     note([&] { comm.split(0, r); });
-    mine.blocks = static_cast<int>(stream.end_capture().work.size());  // nothing was captured
+    mine.blocks = static_cast<int>(stream.end_capture().nodes.size());  // nothing was captured
     comm.wait();  // after the capture: the call made before it has run
     mine.twin.push_back(bytes_of(out));
     comm.barrier();

@@ -63,6 +63,7 @@
 #include "ipc_split.hpp"
 #include "kernel/launch_args.hpp"
 #include "kernel_choice.hpp"
+#include "launch_range.hpp"
 #include "launch_wait.hpp"
 #include "team_options.hpp"
 #include "timeout_error.hpp"
@@ -494,14 +495,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     buffers.input[me] = send;
     buffers.output[me] = recv;
     buffers.takes_part[me] = 1;
-    runtime::CallDescriptor described;
-    described.kind = runtime::kind_of(collective);
-    described.type = data_type_v<T>;
-    described.count = count;
-    described.op = op;
-    described.root = root;
-    const std::size_t bytes = std::max(send_count(collective, count, size()), recv_count(collective, count, size())) * sizeof(T);
-    const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
+    [[maybe_unused]] const runtime::NvtxRange range = collective_range<T>(collective, count, op, root, size(), algorithm);
     const CollectiveArgs args{collective, count, op, root, algorithm};
     enqueue(call, kernel::to_string(algorithm), Device::template collective_entry<T>(), data_type_v<T>, stream,
             [&](const Device& device, const LaunchShape& shape) {

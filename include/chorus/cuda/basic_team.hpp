@@ -41,6 +41,7 @@
 #include "collective_check.hpp"
 #include "kernel/launch_args.hpp"
 #include "kernel_choice.hpp"
+#include "launch_range.hpp"
 #include "launch_wait.hpp"
 #include "ring_orders.hpp"
 #include "team_options.hpp"
@@ -175,14 +176,7 @@ class BasicTeam {
       buffers.output[r] = outputs[i];
       buffers.takes_part[r] = takes_part.empty() || takes_part[i] ? 1 : 0;
     }
-    runtime::CallDescriptor described;
-    described.kind = runtime::kind_of(collective);
-    described.type = data_type_v<T>;
-    described.count = count;
-    described.op = op;
-    described.root = root;
-    const std::size_t bytes = std::max(send_count(collective, count, size()), recv_count(collective, count, size())) * sizeof(T);
-    const runtime::NvtxRange range(described, bytes, kernel::to_string(algorithm));
+    [[maybe_unused]] const runtime::NvtxRange range = collective_range<T>(collective, count, op, root, size(), algorithm);
     const CollectiveArgs args{collective, count, op, root, algorithm};
     launch_all(call, kernel::to_string(algorithm), Device::template collective_entry<T>(), data_type_v<T>, streams,
                [&](const Device& device, Stream stream, const LaunchShape& shape, int first) {
