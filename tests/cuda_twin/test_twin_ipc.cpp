@@ -18,6 +18,7 @@
 #include <chorus/cuda/twin/ipc_twin.hpp>
 
 #include "collective_checks.hpp"
+#include "support/generic_checks.hpp"
 
 #include <atomic>
 #include <functional>
@@ -1070,6 +1071,21 @@ TEST_CASE("IPC twin: wait(), barrier() and split() during stream capture are ref
     REQUIRE(got.message == "2");
   }
   REQUIRE(open_count() == 0);
+}
+
+TEST_CASE("the IPC twin passes the generic communicator checks, one host thread per rank") {
+  for (int n : {1, 2, 3}) {
+    const auto outcomes = run_ranks(n, [](chorus::host::Comm& host, RankOutcome& mine) {
+      auto comm = create(host, small_options(host.rank()));
+      for (const std::string& failure : generic::generic_checks(comm)) mine.host.push_back(bytes_of_text(failure));
+    });
+    for (int r = 0; r < n; ++r) {
+      const RankOutcome& o = outcomes[static_cast<std::size_t>(r)];
+      INFO("ranks " << n << ", rank " << r << ": " << o.message << (o.host.empty() ? "" : text_of(o.host.front())));
+      CHECK_FALSE(o.failed);
+      CHECK(o.host.empty());
+    }
+  }
 }
 
 }  // namespace test_twin_ipc
