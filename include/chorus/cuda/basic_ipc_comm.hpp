@@ -56,6 +56,7 @@
 #include "../runtime/call_check.hpp"
 #include "../runtime/nvtx_range.hpp"
 #include "call_names.hpp"
+#include "device/device.hpp"
 #include "collective_check.hpp"
 #include "ipc_bootstrap.hpp"
 #include "ipc_calls.hpp"
@@ -404,16 +405,6 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     mine.signals = device.ipc_export(signals_, call, rank);
   }
 
-  static void* allocate_zeroed(const Device& device, std::size_t bytes, const char* call, int rank) {
-    void* pointer = device.allocate(bytes, call, rank);
-    try {
-      device.memset(pointer, 0, bytes, call, rank);
-    } catch (...) {
-      device.free(pointer);
-      throw;
-    }
-    return pointer;
-  }
 
   // A call-scoped device allocation for a split's exchange: freed after `use`, leaked if `use` left the
   // communicator broken (its kernel may not have ended).

@@ -38,6 +38,7 @@
 #include "../runtime/nvtx_range.hpp"
 #include "../topo/detect.hpp"
 #include "call_names.hpp"
+#include "device/device.hpp"
 #include "collective_check.hpp"
 #include "kernel/launch_args.hpp"
 #include "kernel_choice.hpp"
@@ -480,16 +481,6 @@ class BasicTeam {
     }
   }
 
-  static void* allocate_zeroed(const Device& device, std::size_t bytes, const char* call, int rank) {
-    void* pointer = device.allocate(bytes, call, rank);
-    try {
-      device.memset(pointer, 0, bytes, call, rank);
-    } catch (...) {
-      device.free(pointer);
-      throw;
-    }
-    return pointer;
-  }
 
   kernel::RankState read_state(int rank) const {
     kernel::RankState state{};

@@ -21,6 +21,7 @@
 //   CurrentGuard  restores the caller's current device at scope exit
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 
@@ -36,5 +37,19 @@ struct is_device<D, std::void_t<typename D::Stream, typename D::Event, typename 
     : std::true_type {};
 template <class D>
 inline constexpr bool is_device_v = is_device<D>::value;
+
+// `bytes` of device memory, zeroed on the device's default stream (synchronise before a kernel on another
+// stream reads it); freed again if the memset cannot be enqueued.
+template <class Device>
+void* allocate_zeroed(const Device& device, std::size_t bytes, const char* call, int rank) {
+  void* pointer = device.allocate(bytes, call, rank);
+  try {
+    device.memset(pointer, 0, bytes, call, rank);
+  } catch (...) {
+    device.free(pointer);
+    throw;
+  }
+  return pointer;
+}
 
 }  // namespace chorus::cuda
