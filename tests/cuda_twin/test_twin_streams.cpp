@@ -199,6 +199,60 @@ TEST_CASE("abort() releases kernels that wait for a rank that never comes, and t
   CHECK_THROWS_WITH(team.all_reduce(b.in_ptr, b.out_ptr, 256, ReduceOp::sum), Catch::Contains("the team was aborted"));
 }
 
+// Waits until `stream` has run everything enqueued so far (cudaStreamSynchronize).
+void drain(Stream& stream) {
+  chorus::cuda::twin::Event done;
+  stream.record(done);
+  REQUIRE(done.wait_reached(done.last_mark(), Clock::now() + std::chrono::seconds(30)));
+}
+
+TEST_CASE("the twin stream refuses what CUDA refuses around capture") {
+  Stream stream, other;
+  chorus::cuda::twin::Event eager, captured;
+  other.record(eager);
+  stream.begin_capture();
+  CHECK_FALSE(stream.may_wait(eager));  // a dependency on work outside the capture
+  stream.record(captured);
+  CHECK(stream.may_wait(captured));  // recorded in this capture: an edge of the graph
+  (void)stream.end_capture();
+  CHECK(stream.may_wait(eager));
+  CHECK_FALSE(stream.may_wait(captured));  // last recorded in a capture: not usable outside it
+  const TwinDevice device(0);
+  CHECK_THROWS_WITH(device.query(&captured, "test", 0), Catch::Contains("cudaErrorCapturedEvent"));
+  stream.record(captured);  // an eager record makes it an ordinary event again
+  CHECK(stream.may_wait(captured));
+  drain(stream);
+  CHECK(device.query(&captured, "test", 0));
+}
+
+// What a training loop does: eager calls, then the same calls captured into a graph and replayed. A
+// captured launch may not wait on the team's eager order event (CUDA: cudaErrorStreamCaptureIsolation,
+// the capture lost), so the first captured call waits for the eager work on the host; later captured
+// calls follow each other inside the graph.
+TEST_CASE("calls captured after eager calls on the same team: replays give the eager result") {
+  // Buffers and stream before the team: on a failure the team's destructor waits for its kernels first.
+  Buffers eager(4, 1000, 1000), captured(4, 777, 777), after(4, 33, 33);
+  Stream stream;
+  Team team(4, small(3));
+  for (int call = 0; call < 3; ++call) team.all_reduce(eager.in_ptr, eager.out_ptr, 1000, ReduceOp::sum, Algorithm::ring);
+  stream.begin_capture();
+  for (int call = 0; call < 4; ++call) {
+    team.all_reduce(captured.in_ptr, captured.out_ptr, 777, ReduceOp::sum, call % 2 == 0 ? Algorithm::ring : Algorithm::one_shot,
+                    {&stream});
+  }
+  const chorus::cuda::twin::Graph graph = stream.end_capture();
+  CHECK(captured.out[0][0] == -1.0f);
+  for (int replay = 0; replay < 3; ++replay) stream.launch(graph);
+  drain(stream);
+  team.synchronize();
+  CHECK(eager.summed(4));
+  CHECK(captured.summed(4));
+  // Eager calls after the graph's replays (ordered by the stream) still work.
+  team.all_reduce(after.in_ptr, after.out_ptr, 33, ReduceOp::sum, Algorithm::one_shot, {&stream});
+  team.synchronize();
+  CHECK(after.summed(4));
+}
+
 TEST_CASE("a host wait during stream capture is refused and the team stays usable") {
   Stream stream;
   Team team(3, small());
@@ -208,7 +262,8 @@ TEST_CASE("a host wait during stream capture is refused and the team stays usabl
   CHECK_THROWS_WITH(team.synchronize(), Catch::Contains("being captured into a graph"));
   const chorus::cuda::twin::Graph graph = stream.end_capture();
   CHECK(b.out[0][0] == -1.0f);  // captured, not run
-  stream.launch(graph);  // the replay runs the call
+  stream.launch(graph);  // the replay runs the call; its stream, not the team, is what waits for a graph
+  drain(stream);
   team.synchronize();
   CHECK(b.summed(3));
   Buffers again(3, 20, 20);

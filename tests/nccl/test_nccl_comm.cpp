@@ -214,6 +214,29 @@ TEST_CASE("bad arguments fail on the calling rank before anything reaches NCCL",
   CHECK(nccl_calls().empty());
 }
 
+// avg over one rank is the input, as sum is; NCCL 2.28.9's one-rank float64 avg out of place wrote garbage
+// past element 65535 on an H200 (docs/gpu-validation.md), so the view asks for sum there.
+TEST_CASE("avg over one rank is asked of NCCL as sum; over several, as avg", "[nccl][comm]") {
+  const auto last_op = [] {
+    const std::vector<fake::Call> calls = fake::calls();
+    auto it = std::find_if(calls.rbegin(), calls.rend(), [](const fake::Call& c) { return !fake::bookkeeping(c.function); });
+    return it->op;
+  };
+  std::vector<double> a(64), b(64 * 4);
+  {
+    Comm one = made(0, 1);
+    one.on(stream_a()).all_reduce(a.data(), b.data(), 64, ReduceOp::avg);
+    CHECK(last_op() == ncclSum);
+    one.on(stream_a()).reduce_scatter(a.data(), b.data(), 64, ReduceOp::avg);
+    CHECK(last_op() == ncclSum);
+    one.on(stream_a()).all_reduce(a.data(), b.data(), 64, ReduceOp::max);
+    CHECK(last_op() == ncclMax);
+  }
+  Comm four = made(1, 4);
+  four.on(stream_a()).all_reduce(a.data(), b.data(), 64, ReduceOp::avg);
+  CHECK(last_op() == ncclAvg);
+}
+
 TEST_CASE("each collective is the NCCL call it should be, on the view's stream", "[nccl][comm]") {
   Comm comm = made(1, 4);
   auto view = comm.on(stream_a());

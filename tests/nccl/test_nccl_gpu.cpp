@@ -180,7 +180,10 @@ bool same(T got, T want, ReduceOp op) {
 template <class T, class Want>
 long first_wrong(const std::vector<T>& got, Want&& want, ReduceOp op = ReduceOp::sum) {
   for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!same(got[i], want(i), op)) return static_cast<long>(i);
+    if (!same(got[i], want(i), op)) {
+      std::printf("first wrong element %zu of %zu: got %.17g, want %.17g\n", i, got.size(), as_double(got[i]), as_double(want(i)));
+      return static_cast<long>(i);
+    }
   }
   return -1;
 }
@@ -455,7 +458,9 @@ int main(int argc, char** argv) {
   try {
     Ranks ranks(devices);
     g_ranks = &ranks;
-    std::printf("NCCL test on %d GPU(s)\n", devices);
+    int version = 0;
+    ncclGetVersion(&version);
+    std::printf("NCCL test on %d GPU(s), NCCL %d\n", devices, version);
     result = Catch::Session().run(argc, argv);
     g_ranks = nullptr;
   } catch (const std::exception& e) {

@@ -22,8 +22,9 @@
 //
 // Every call returns once its launch is enqueued; results may be read after wait() (or by later work on the
 // same stream). The communicator orders its own work across the streams it is given, as NCCL does: each
-// launch waits for its previous one (an order event: stream_wait before, record after), so two calls on two
-// streams never share the kernels' barrier epochs, FIFO counters or staging at once. wait() waits for that
+// launch waits for its previous one (an order event: stream_wait before, record after; launch_order.hpp
+// says how a launch captured into a graph is ordered), so two calls on two streams never share the
+// kernels' barrier epochs, FIFO counters or staging at once. wait() waits for that
 // event (launch_wait.hpp: bounded by CHORUS_KERNEL_TIMEOUT_MS plus a grace period from the last kernel
 // start), then reports an abort (peer_failed, naming the rank that aborted) or the kernel's timeout record;
 // after either, the communicator refuses further calls. Host waits (wait, barrier, split) refuse a stream
@@ -65,6 +66,7 @@
 #include "kernel/launch_args.hpp"
 #include "kernel_choice.hpp"
 #include "launch_range.hpp"
+#include "launch_order.hpp"
 #include "launch_wait.hpp"
 #include "team_options.hpp"
 #include "timeout_error.hpp"
@@ -255,7 +257,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     if (launched_) {
       [[maybe_unused]] const typename Device::CurrentGuard keep_device;
       try {
-        wait_for_work(std::vector<PendingWork<Device>>{{Device(device_), order_, rank()}},
+        wait_for_work(std::vector<PendingWork<Device>>{{Device(device_), order_.eager, rank()}},
                       std::vector<const kernel::TimeoutRecord*>{timeout_host_}, call);
       } catch (...) {
         broken_ = true;
@@ -398,7 +400,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     const typename Device::Mapped mapped = device.allocate_mapped(sizeof(kernel::TimeoutRecord), call, rank);
     timeout_host_ = static_cast<kernel::TimeoutRecord*>(mapped.host);
     timeout_device_ = static_cast<kernel::TimeoutRecord*>(mapped.device);
-    order_ = device.create_event(call, rank);
+    order_.eager = device.create_event(call, rank);
     // The memsets must land before a peer's kernel can see the memory.
     device.synchronize(call, rank);
     mine.scratch = device.ipc_export(scratch_, call, rank);
@@ -514,9 +516,9 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     const Device device(device_);
     device.ensure_fits(co_resident_, entry, type, options_.threads, 1, blocks_, call, me);
     try {
-      device.stream_wait(stream, order_, call, me);
+      const typename Device::Event done = order_.before(device, stream, {timeout_host_}, call, me);
       launch_on(device, LaunchShape{views_, me, 1, blocks_, options_.threads});
-      device.record(order_, stream, call, me);
+      device.record(done, stream, call, me);
     } catch (...) {
       broken_ = true;
       throw;
@@ -550,7 +552,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
   // may still touch (the wait did not end) is leaked rather than freed or unmapped under it.
   void release() noexcept {
     if (!peers_ && scratch_ == nullptr && signals_ == nullptr && state_ == nullptr && views_ == nullptr && flag_ == nullptr &&
-        timeout_host_ == nullptr && order_ == typename Device::Event{}) {
+        timeout_host_ == nullptr && order_.eager == typename Device::Event{}) {
       return;
     }
     [[maybe_unused]] const typename Device::CurrentGuard keep_device;
@@ -558,7 +560,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     bool drained = true;
     if (launched_) {
       try {
-        wait_for_work(std::vector<PendingWork<Device>>{{device, order_, rank()}}, std::vector<const kernel::TimeoutRecord*>{timeout_host_},
+        wait_for_work(std::vector<PendingWork<Device>>{{device, order_.eager, rank()}}, std::vector<const kernel::TimeoutRecord*>{timeout_host_},
                       call_name<Device>("IpcComm::~IpcComm"));
       } catch (const std::exception& e) {
         drained = false;
@@ -574,7 +576,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
       device.free(views_);
       device.free(flag_);
       if (timeout_host_ != nullptr) device.free_mapped(timeout_host_);
-      if (order_ != typename Device::Event{}) device.destroy_event(order_);
+      order_.destroy(device);
     }
     scratch_ = nullptr;
     signals_ = nullptr;
@@ -583,7 +585,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
     flag_ = nullptr;
     timeout_host_ = nullptr;
     timeout_device_ = nullptr;
-    order_ = typename Device::Event{};
+    order_ = LaunchOrder<Device>{};
     launched_ = false;
   }
 
@@ -629,7 +631,7 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
   int* flag_ = nullptr;                   // device: barrier's int
   kernel::TimeoutRecord* timeout_host_ = nullptr;  // host-mapped
   kernel::TimeoutRecord* timeout_device_ = nullptr;
-  typename Device::Event order_{};        // reached when this communicator's last launch has run
+  LaunchOrder<Device> order_;             // reached when this communicator's last launch has run
   std::optional<IpcPeerMemory<IpcDeviceOpener<Device>>> peers_;
   Stream stream_{};                       // this communicator's own calls
   Stream last_stream_{};                  // where the last launch went

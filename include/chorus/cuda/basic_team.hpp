@@ -43,6 +43,7 @@
 #include "kernel/launch_args.hpp"
 #include "kernel_choice.hpp"
 #include "launch_range.hpp"
+#include "launch_order.hpp"
 #include "launch_wait.hpp"
 #include "ring_orders.hpp"
 #include "team_options.hpp"
@@ -221,7 +222,7 @@ class BasicTeam {
     }
     std::vector<PendingWork<Device>> pending;
     for (std::size_t first = 0; first < devices_.size(); first += group_size()) {
-      if (launched_[first]) pending.push_back({device_of(first), order_[first], static_cast<int>(first)});
+      if (launched_[first]) pending.push_back({device_of(first), order_[first].eager, static_cast<int>(first)});
     }
     std::vector<const kernel::TimeoutRecord*> records;
     for (std::size_t r = 0; r < devices_.size(); ++r) records.push_back(timeouts_host_ + r);
@@ -331,13 +332,15 @@ class BasicTeam {
         if (!done) broken = true;
       }
     } break_unless_done{broken_};
+    std::vector<const kernel::TimeoutRecord*> records;
+    for (std::size_t r = 0; r < devices_.size(); ++r) records.push_back(timeouts_host_ + r);
     for (std::size_t first = 0; first < devices_.size(); first += group_size()) {
       const Stream stream = streams.empty() ? Stream{} : streams[streams.size() == 1 ? 0 : first];
       const Device device = device_of(first);
       const int rank = static_cast<int>(first);
-      device.stream_wait(stream, order_[first], call, rank);
+      const typename Device::Event done = order_[first].before(device, stream, records, call, rank);
       launch(device, stream, LaunchShape{views_[first], rank, static_cast<int>(group_size()), blocks_, options_.threads}, rank);
-      device.record(order_[first], stream, call, rank);
+      device.record(done, stream, call, rank);
       last_stream_[first] = stream;
       launched_[first] = true;
     }
@@ -429,7 +432,7 @@ class BasicTeam {
     signals_.assign(count, nullptr);
     states_.assign(count, nullptr);
     views_.assign(count, nullptr);
-    order_.assign(count, typename Device::Event{});
+    order_.assign(count, LaunchOrder<Device>{});
     last_stream_.assign(count, Stream{});
     launched_.assign(count, false);
     co_resident_.assign(count, {});
@@ -470,7 +473,7 @@ class BasicTeam {
       const Device device = device_of(first);
       views_[first] = static_cast<kernel::RankView*>(device.allocate(sizeof(kernel::RankView) * count, call, static_cast<int>(first)));
       device.copy(views_[first], views.data(), sizeof(kernel::RankView) * count, call, static_cast<int>(first));
-      order_[first] = device.create_event(call, static_cast<int>(first));
+      order_[first].eager = device.create_event(call, static_cast<int>(first));
     }
     // Every device's memsets must land before any kernel (on any stream) can touch the memory.
     for (std::size_t r = 0; r < count; ++r) {
@@ -507,7 +510,7 @@ class BasicTeam {
     try {
       std::vector<PendingWork<Device>> pending;
       for (std::size_t first = 0; first < order_.size(); first += group_size()) {
-        if (launched_[first]) pending.push_back({device_of(first), order_[first], static_cast<int>(first)});
+        if (launched_[first]) pending.push_back({device_of(first), order_[first].eager, static_cast<int>(first)});
       }
       std::vector<const kernel::TimeoutRecord*> records;
       for (std::size_t r = 0; timeouts_host_ != nullptr && r < devices_.size(); ++r) records.push_back(timeouts_host_ + r);
@@ -522,7 +525,7 @@ class BasicTeam {
       device.free(signals_[i]);
       device.free(states_[i]);
       device.free(views_[i]);
-      if (order_[i] != typename Device::Event{}) device.destroy_event(order_[i]);
+      order_[i].destroy(device);
     }
     if (drained && timeouts_host_ != nullptr) device_of(0).free_mapped(timeouts_host_);
     scratch_.clear();
@@ -572,7 +575,7 @@ class BasicTeam {
   std::vector<kernel::Signals*> signals_;
   std::vector<kernel::RankState*> states_;
   std::vector<kernel::RankView*> views_;       // by launch group (its first rank): every rank's view
-  std::vector<typename Device::Event> order_;  // by launch group: reached when the team's last launch there ran
+  std::vector<LaunchOrder<Device>> order_;  // by launch group: reached when the team's last launch there ran
   std::vector<Stream> last_stream_;            // by launch group: where the last launch went
   std::vector<char> launched_;                 // by launch group: anything launched yet
   std::vector<std::vector<const void*>> co_resident_;  // by launch group: kernels checked to fit

@@ -191,7 +191,13 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
     }
     const int version = h.version(name);
     const ncclDataType_t type = to_nccl(args.type, version, name, h.name());
-    const ncclRedOp_t op = traits(args.collective).reduces ? to_nccl(args.op, version, name, h.name()) : ncclSum;
+    // avg over one rank is the input itself, as sum over one rank is: ask NCCL for sum. NCCL 2.28.9's
+    // one-rank float64 avg, out of place, wrote garbage from element 65536 on (counts 65537 and 65538;
+    // not 65536 or 10^6, not in place, not float32, not sum), seen with plain NCCL calls on an H200
+    // (docs/gpu-validation.md, 2026-12-04).
+    const ncclRedOp_t op = !traits(args.collective).reduces               ? ncclSum
+                           : args.op == ReduceOp::avg && h.size() == 1 ? ncclSum
+                                                                         : to_nccl(args.op, version, name, h.name());
     const runtime::NvtxRange range(checked.descriptor, args.count * checked.element_size, kNcclChooses);
     if (args.count == 0) return;  // nothing moves; every rank skips alike, since counts must agree
     h.note(name);

@@ -160,6 +160,25 @@ class CudaDevice {
     if (asked == cudaErrorStreamCaptureImplicit) return true;
     return asked == cudaSuccess && status != cudaStreamCaptureStatusNone;
   }
+  // The stream's capture sequence (cudaStreamGetCaptureInfo's id), 0 when it is not capturing.
+  std::uint64_t capture_id(Stream stream) const {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess) return 0;
+    return status == cudaStreamCaptureStatusActive ? id : 0;
+  }
+  // While it lives, this thread may make the calls a capture in global or thread-local mode prohibits as
+  // "potentially unsafe" (a host query of an event recorded outside the capture): relaxed mode, restored.
+  class RelaxedCapture {
+   public:
+    RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+    ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+    RelaxedCapture(const RelaxedCapture&) = delete;
+    RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+   private:
+    cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+  };
 
   // IPC: this process's allocation as a handle its peers open, a peer's opened (mapped here) and closed.
   IpcHandle ipc_export(void* pointer, const char* call, int rank) const {

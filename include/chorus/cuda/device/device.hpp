@@ -14,7 +14,9 @@
 //   ipc        ipc_export(pointer) -> IpcHandle (ipc_record.hpp), ipc_open(handle, peer) -> a pointer here,
 //              ipc_close(pointer): a peer process's memory (BasicIpcComm, basic_ipc_comm.hpp)
 //   ordering   create_event / destroy_event, record(event, stream), stream_wait(stream, event),
-//              query(event) (true once the work before the event's latest record has run), capturing(stream)
+//              query(event) (true once the work before the event's latest record has run), capturing(stream),
+//              capture_id(stream) (the capture sequence, 0 when none: launch_order.hpp), RelaxedCapture (while
+//              it lives, host waits are allowed during a global or thread-local capture)
 //   kernels    collective_entry<T>(), transfer_entry<T>() and ensure_fits (the co-residency check), launch_collective<T> and
 //              launch_transfer<T>: one cooperative launch of LaunchShape (kernel/launch_args.hpp), which
 //              returns at once; the kernel runs when the stream reaches it
@@ -30,10 +32,11 @@ namespace chorus::cuda {
 template <class, class = void>
 struct is_device : std::false_type {};
 template <class D>
-struct is_device<D, std::void_t<typename D::Stream, typename D::Event, typename D::Mapped, typename D::CurrentGuard,
+struct is_device<D, std::void_t<typename D::Stream, typename D::Event, typename D::Mapped, typename D::CurrentGuard, typename D::RelaxedCapture,
                                 decltype(D::kName), decltype(std::declval<const D&>().ordinal()),
                                 decltype(std::declval<const D&>().query(std::declval<typename D::Event>(), "", 0)),
-                                decltype(std::declval<const D&>().capturing(std::declval<typename D::Stream>()))>>
+                                decltype(std::declval<const D&>().capturing(std::declval<typename D::Stream>())),
+                                decltype(std::declval<const D&>().capture_id(std::declval<typename D::Stream>()))>>
     : std::true_type {};
 template <class D>
 inline constexpr bool is_device_v = is_device<D>::value;

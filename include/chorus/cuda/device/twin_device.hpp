@@ -111,14 +111,28 @@ class TwinDevice {
   Event create_event(const char*, int) const { return new twin::Event; }
   void destroy_event(Event event) const noexcept { delete event; }
   void record(Event event, Stream stream, const char*, int) const { of(stream).record(*event); }
-  void stream_wait(Stream stream, Event event, const char*, int) const { of(stream).wait(*event, bound()); }
+  void stream_wait(Stream stream, Event event, const char* call, int rank) const {
+    if (!of(stream).may_wait(*event)) {  // CUDA's refusals, worded as CudaDevice reports them
+      throw make_error(ErrorCode::internal, call, rank, of(stream).capturing() ? kIsolation : kCapturedEvent);
+    }
+    of(stream).wait(*event, bound());
+  }
   // Whether the work before the event's latest record has run; a failure of that work is chorus::Error.
   bool query(Event event, const char* call, int rank) const {
+    if (event->captured_in() != 0) throw make_error(ErrorCode::internal, call, rank, kCapturedEvent);
     if (!event->reached(event->last_mark())) return false;
     raise(event->failure(), call, rank);
     return true;
   }
   bool capturing(Stream stream) const { return of(stream).capturing(); }
+  std::uint64_t capture_id(Stream stream) const { return of(stream).capture_id(); }
+  // The twin's host waits are legal during capture; nothing to relax.
+  struct RelaxedCapture {};
+
+  static constexpr const char* kIsolation =
+      "cudaStreamWaitEvent failed: dependency created on uncaptured work in another stream (cudaErrorStreamCaptureIsolation)";
+  static constexpr const char* kCapturedEvent =
+      "the event was last recorded in a capturing stream: operation not permitted when stream is capturing (cudaErrorCapturedEvent)";
 
   // Kernels. The entry identifies a kernel for the co-residency check, which every twin launch passes.
   template <class T>

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -37,7 +38,19 @@ class Event {
   // The point the next record marks (host side, at enqueue time, as cudaEventRecord captures it).
   std::uint64_t mark() {
     std::lock_guard<std::mutex> lock(mutex_);
+    captured_in_ = 0;
     return ++marked_;
+  }
+  // A record captured into a graph (capture sequence `capture`, never 0): the event now names that
+  // capture's point, which a wait in the same capture may depend on; it is marked when the graph runs.
+  void captured(std::uint64_t capture) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    captured_in_ = capture;
+  }
+  // The capture sequence of the latest record, 0 if that record was not captured.
+  std::uint64_t captured_in() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return captured_in_;
   }
   std::uint64_t last_mark() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -71,6 +84,7 @@ class Event {
   mutable std::condition_variable changed_;
   std::uint64_t marked_ = 0;
   std::uint64_t reached_ = 0;
+  std::uint64_t captured_in_ = 0;
   std::exception_ptr failure_;
 };
 
@@ -118,14 +132,30 @@ class Stream {
       std::lock_guard<std::mutex> lock(mutex_);
       if (capturing_) {
         captured_.nodes.push_back([&event](Stream& stream) { return stream.record_work(event); });
+        event.captured(capture_id_);
         return;
       }
     }
     enqueue(record_work(event));
   }
+  // Whether cudaStreamWaitEvent would be legal now. During capture only on an event last recorded in this
+  // same capture (then in-stream order already holds: nothing to add): CUDA refuses a dependency on work
+  // outside the capture (cudaErrorStreamCaptureIsolation) and invalidates the capture. Outside capture not
+  // on an event last recorded in a capture (cudaErrorCapturedEvent). An event recorded by another stream's
+  // capture (a fork/join, legal in CUDA) is not modelled: refused here.
+  bool may_wait(const Event& event) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!capturing_) return event.captured_in() == 0;
+    return event.captured_in() == capture_id_ || (event.captured_in() == 0 && event.last_mark() == 0);
+  }
   // cudaStreamWaitEvent: later work waits for the event's latest point at this moment (none: no wait).
   // The work it waits for is bounded, and so is this wait: a point never reached fails the stream.
+  // During capture (see may_wait), a wait on this capture's own record adds nothing.
   void wait(const Event& event, std::chrono::milliseconds bound) {
+    if (!may_wait(event)) {
+      throw std::logic_error("dependency created on uncaptured work in another stream (cudaErrorStreamCaptureIsolation)");
+    }
+    if (capturing()) return;
     const std::uint64_t point = event.last_mark();
     if (point == 0) return;
     enqueue([&event, point, bound] {
@@ -138,8 +168,10 @@ class Stream {
 
   // Stream capture: work enqueued until end_capture() is recorded into the graph, not run.
   void begin_capture() {
+    static std::atomic<std::uint64_t> captures{0};
     std::lock_guard<std::mutex> lock(mutex_);
     capturing_ = true;
+    capture_id_ = ++captures;
     captured_ = Graph{};
   }
   Graph end_capture() {
@@ -150,6 +182,11 @@ class Stream {
   bool capturing() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return capturing_;
+  }
+  // cudaStreamGetCaptureInfo's id: unique per capture sequence in the process, 0 when not capturing.
+  std::uint64_t capture_id() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return capturing_ ? capture_id_ : 0;
   }
   // Replays a captured graph on this stream.
   void launch(const Graph& graph) {
@@ -193,6 +230,7 @@ class Stream {
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   bool capturing_ = false;
+  std::uint64_t capture_id_ = 0;
   Graph captured_;
   std::exception_ptr failure_;
   std::thread worker_;  // last: starts after every member above exists
