@@ -1,5 +1,10 @@
 // chorus::half: IEEE binary16 storage with the bit layout of CUDA's __half.
-// Arithmetic happens in float; conversion from float rounds to nearest, ties to even.
+// Arithmetic happens in float; conversion from float rounds to nearest, ties to even. On a GPU the
+// conversions of non-NaN values are the hardware's (cvt.rn.f16.f32, cvt.f32.f16: one instruction instead
+// of some twenty integer operations per combine); both round to nearest even, so the bits are the
+// software path's (tests/core/test_half.cpp checks that path against exact rounding for every half and
+// every midpoint; tests/cuda/test_cuda_conversions.cu compares the two on a GPU). NaNs keep their payload
+// on both (a select after the instruction on the GPU), so the twin and the GPU agree on those bits too.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +33,12 @@ struct half {
     const std::uint32_t f = detail::bit_cast<std::uint32_t>(value);
     const std::uint32_t sign = (f >> 16) & 0x8000u;
     const std::uint32_t abs = f & 0x7fffffffu;
+#if defined(__CUDA_ARCH__)
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(value));
+    // A select, not a branch to the software path: NaN keeps its payload, quieted, as below.
+    return abs > 0x7f800000u ? static_cast<std::uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu)) : h;
+#else
     if (abs >= 0x7f800000u) {  // inf or NaN; keep NaNs quiet and non-zero
       return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x0200u | ((abs >> 13) & 0x3ffu) : 0u));
     }
@@ -47,9 +58,17 @@ struct half {
     const std::uint32_t rest = abs & 0x1fffu;
     if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;  // may carry into the exponent: correct
     return static_cast<std::uint16_t>(sign | result);
+#endif
   }
 
   CHORUS_HOST_DEVICE static float to_float(std::uint16_t h) {
+#if defined(__CUDA_ARCH__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(h)));
+    // A select: NaN keeps its payload, as below.
+    const std::uint32_t nan = (static_cast<std::uint32_t>(h & 0x8000u) << 16) | 0x7f800000u | (static_cast<std::uint32_t>(h & 0x3ffu) << 13);
+    return (h & 0x7fffu) > 0x7c00u ? detail::bit_cast<float>(nan) : f;
+#else
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     const std::uint32_t exponent = (h >> 10) & 0x1fu;
     std::uint32_t mantissa = h & 0x3ffu;
@@ -69,6 +88,7 @@ struct half {
       f = sign | (e << 23) | ((mantissa & 0x3ffu) << 13);
     }
     return detail::bit_cast<float>(f);
+#endif
   }
 };
 
