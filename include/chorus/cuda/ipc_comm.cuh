@@ -10,7 +10,8 @@
 //
 // Named IpcComm, not Comm: it is the IPC flavour of chorus's device communicators (cuda::Team is the
 // in-process one, nccl::Comm the NCCL one), and a plain cuda::Comm would read as the per-rank view of a Team.
-// NOT YET RUN ON A GPU (docs/cuda.md).
+// Run on one H200 as one rank (the one-process checks) on 2026-12-04; not yet across processes
+// (docs/gpu-validation.md).
 #pragma once
 
 #include "basic_ipc_comm.hpp"

@@ -2,7 +2,7 @@
 // host code of chorus's own GPU backend that needs nvcc. Every member is a thin call into the CUDA runtime
 // that turns a failure into chorus::Error naming the call, the rank and CUDA's message; everything above
 // it (BasicTeam, the per-rank views) is shared with the CPU twin (device/twin_device.hpp), which runs it
-// under the sanitizers. NOT YET RUN ON A GPU (docs/gpu-validation.md).
+// under the sanitizers. Run on one H200 on 2026-12-04, not yet on several GPUs (docs/gpu-validation.md).
 #pragma once
 
 #include <cuda_runtime.h>
