@@ -54,14 +54,18 @@ int main() {
   std::printf("two streams:           %.0f and %.0f (expected 10 and 10)\n", static_cast<double>(b.first()),
               static_cast<double>(c.first()));
 
-  // 3. Capture: the call is recorded into a graph, not run; launching the graph runs it.
+  // 3. Capture: the call is recorded into a graph, not run; launching the graph runs it. A graph's replays
+  //    are waited for on the stream they run on (cudaStreamSynchronize; here an event recorded after the
+  //    launch): team.synchronize() waits for the team's eager calls only, as on a GPU (docs/device.md).
   Buffers d(ranks, 64);
   communicate.begin_capture();
   team.all_reduce(d.in, d.out, 64, ReduceOp::sum, Algorithm::automatic, {&communicate});
   const chorus::cuda::twin::Graph graph = communicate.end_capture();
   std::printf("captured, not run:     %.0f\n", static_cast<double>(d.first()));
   communicate.launch(graph);
-  team.synchronize();
+  chorus::cuda::twin::Event replayed;
+  communicate.record(replayed);
+  if (!replayed.wait_reached(replayed.last_mark(), std::chrono::steady_clock::now() + std::chrono::seconds(30))) return 1;
   std::printf("graph launched:        %.0f (expected 10)\n", static_cast<double>(d.first()));
 
   const bool ok = a.first() == 10.0f && b.first() == 10.0f && c.first() == 10.0f && d.first() == 10.0f;
