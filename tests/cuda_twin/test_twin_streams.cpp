@@ -206,6 +206,21 @@ void drain(Stream& stream) {
   REQUIRE(done.wait_reached(done.last_mark(), Clock::now() + std::chrono::seconds(30)));
 }
 
+TEST_CASE("an event may be destroyed while its record is still queued, as cudaEventDestroy allows") {
+  Stream stream, other;
+  Gate gate(stream);
+  {
+    chorus::cuda::twin::Event gone;
+    stream.record(gone);  // queued behind the gate
+    other.wait(gone, std::chrono::seconds(30));
+  }  // destroyed here; the queued record and wait still reach its points
+  gate.release();
+  drain(stream);
+  drain(other);
+  CHECK(stream.failure() == nullptr);
+  CHECK(other.failure() == nullptr);
+}
+
 TEST_CASE("the twin stream refuses what CUDA refuses around capture") {
   Stream stream, other;
   chorus::cuda::twin::Event eager, captured;

@@ -19,6 +19,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -28,13 +29,11 @@
 
 namespace chorus::cuda::twin {
 
-// cudaEvent_t: each record() marks a new point; the event is reached when the stream passes its latest point.
-class Event {
+// The points of one event, shared by the event and the stream work that reaches or awaits them, so that an
+// event may be destroyed while a record of it is still queued (cudaEventDestroy allows it: the resources go
+// when the record completes).
+class EventPoints {
  public:
-  Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
   // The point the next record marks (host side, at enqueue time, as cudaEventRecord captures it).
   std::uint64_t mark() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -57,12 +56,12 @@ class Event {
     return marked_;
   }
   // The stream reached `point`; `failure`: the stream's first error, which the event reports from then on.
-  // Notifies under the lock: a waiter that sees the point reached may destroy the event at once (a host
-  // wait's local event, a communicator's order event at teardown), so nothing may touch it after the unlock.
   void reach(std::uint64_t point, std::exception_ptr failure) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    reached_ = std::max(reached_, point);
-    if (failure && !failure_) failure_ = failure;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reached_ = std::max(reached_, point);
+      if (failure && !failure_) failure_ = failure;
+    }
     changed_.notify_all();
   }
   bool reached(std::uint64_t point) const {
@@ -86,6 +85,30 @@ class Event {
   std::uint64_t reached_ = 0;
   std::uint64_t captured_in_ = 0;
   std::exception_ptr failure_;
+};
+
+// cudaEvent_t: each record() marks a new point; the event is reached when the stream passes its latest point.
+class Event {
+ public:
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  std::uint64_t mark() { return points_->mark(); }
+  void captured(std::uint64_t capture) { points_->captured(capture); }
+  std::uint64_t captured_in() const { return points_->captured_in(); }
+  std::uint64_t last_mark() const { return points_->last_mark(); }
+  void reach(std::uint64_t point, std::exception_ptr failure) { points_->reach(point, std::move(failure)); }
+  bool reached(std::uint64_t point) const { return points_->reached(point); }
+  bool wait_reached(std::uint64_t point, std::chrono::steady_clock::time_point deadline) const {
+    return points_->wait_reached(point, deadline);
+  }
+  std::exception_ptr failure() const { return points_->failure(); }
+  // For queued stream work, which keeps the points alive past the event.
+  const std::shared_ptr<EventPoints>& points() const { return points_; }
+
+ private:
+  std::shared_ptr<EventPoints> points_ = std::make_shared<EventPoints>();
 };
 
 class Stream;
@@ -131,12 +154,12 @@ class Stream {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (capturing_) {
-        captured_.nodes.push_back([&event](Stream& stream) { return stream.record_work(event); });
+        captured_.nodes.push_back([points = event.points()](Stream& stream) { return stream.record_work(points); });
         event.captured(capture_id_);
         return;
       }
     }
-    enqueue(record_work(event));
+    enqueue(record_work(event.points()));
   }
   // Whether cudaStreamWaitEvent would be legal now. During capture only on an event last recorded in this
   // same capture (then in-stream order already holds: nothing to add): CUDA refuses a dependency on work
@@ -158,11 +181,11 @@ class Stream {
     if (capturing()) return;
     const std::uint64_t point = event.last_mark();
     if (point == 0) return;
-    enqueue([&event, point, bound] {
-      if (!event.wait_reached(point, std::chrono::steady_clock::now() + bound)) {
+    enqueue([points = event.points(), point, bound] {
+      if (!points->wait_reached(point, std::chrono::steady_clock::now() + bound)) {
         throw std::runtime_error("chorus::cuda::twin::Stream: an awaited event was not reached within the bound");
       }
-      if (const std::exception_ptr failure = event.failure()) std::rethrow_exception(failure);
+      if (const std::exception_ptr failure = points->failure()) std::rethrow_exception(failure);
     });
   }
 
@@ -201,9 +224,9 @@ class Stream {
 
  private:
   // Marks the event's next point now; the work reaches it when this stream runs it.
-  std::function<void()> record_work(Event& event) {
-    const std::uint64_t point = event.mark();
-    return [this, &event, point] { event.reach(point, failure()); };
+  std::function<void()> record_work(const std::shared_ptr<EventPoints>& points) {
+    const std::uint64_t point = points->mark();
+    return [this, points, point] { points->reach(point, failure()); };
   }
 
   void run() {
