@@ -1,5 +1,5 @@
 // NCCL's three GPU protocols and what NCCL's tuner charges for each (src/graph/tuning.cc of
-// NVIDIA/nccl v2.30.7, summarised in shared/reference/nccl.md section 2 "Cost model"):
+// NVIDIA/nccl v2.30.7-1; docs/references.md lists every source):
 //
 //   LL     16 B lines of 8 B data + 8 B flag: half the bandwidth, the lowest latency
 //   LL128  128 B lines of 120 B data + 8 B flag: ~94% of the bandwidth (the tuner uses 0.92)

@@ -1,7 +1,7 @@
 // Published per-link figures, in GB/s (1e9 bytes/s, one direction) and microseconds.
 //
 // Every number is NCCL's own model constant (src/graph/topo.h and tuning.cc of NVIDIA/nccl
-// v2.30.7, summarised in shared/reference/nccl.md section 4), so a chorus ring and an NCCL ring
+// v2.30.7-1; docs/references.md lists every source), so a chorus ring and an NCCL ring
 // on the same machine are judged with the same yardstick:
 //   NVLink per link by GPU generation (SM): SM60 18, SM70 20, SM80 20, SM86 12, SM90 20.6,
 //     SM100 40.1; a GPU pair or GPU-NVSwitch connection multiplies this by its link count
