@@ -13,6 +13,8 @@
 #include <chorus/core/error.hpp>
 #include <chorus/model/predict.hpp>
 
+#include "sample_timing.hpp"
+
 namespace bench_json {
 
 namespace bench = chorus::bench;
@@ -26,8 +28,7 @@ struct RunInfo {
   std::string collective;
   std::string algorithm;
   int ranks = 0;
-  int iters = 0;
-  int warmup = 0;
+  sample_timing::Rule timing;
   int check_iters = 0;
 };
 
@@ -37,8 +38,12 @@ inline nlohmann::json to_json(const bench::Result& result) {
   return j;
 }
 
-// One entry per row; `predicted` may be shorter than `rows` or empty (no prediction).
-inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row>& rows, const Predictions& predicted) {
+// One entry per row; `predicted` may be shorter than `rows` or empty (no prediction). `counts`: the calls
+// each row's samples made (per placement: "warmup", "iters"), one per row.
+//   "iters": -n, or null when chosen by time; "min_time_s": --min-time then, else null; "warmup": -w (exact
+//   with -n, the least number without).
+inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row>& rows, const Predictions& predicted,
+                               const std::vector<sample_timing::Counts>& counts) {
   nlohmann::json doc;
   doc["tool"] = info.tool;
   doc["version"] = info.version;
@@ -46,8 +51,9 @@ inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row
   doc["collective"] = info.collective;
   doc["algorithm"] = info.algorithm;
   doc["ranks"] = info.ranks;
-  doc["iters"] = info.iters;
-  doc["warmup"] = info.warmup;
+  doc["iters"] = info.timing.by_time() ? nlohmann::json(nullptr) : nlohmann::json(info.timing.iters);
+  doc["min_time_s"] = info.timing.by_time() ? nlohmann::json(info.timing.min_time) : nlohmann::json(nullptr);
+  doc["warmup"] = info.timing.warmup;
   doc["check_iters"] = info.check_iters;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const bench::Row& row = rows[i];
@@ -58,6 +64,13 @@ inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row
                            {"root", row.root},
                            {"out_of_place", to_json(row.out_of_place)},
                            {"in_place", to_json(row.in_place)}});
+    if (i < counts.size()) {
+      const char* placements[2] = {"out_of_place", "in_place"};
+      for (int p = 0; p < 2; ++p) {
+        doc["rows"].back()[placements[p]]["warmup"] = counts[i].warmup[p];
+        doc["rows"].back()[placements[p]]["iters"] = counts[i].iters[p];
+      }
+    }
     if (i < predicted.size() && predicted[i]) {
       doc["rows"].back()["predicted"] = {{"algorithm", chorus::algo::to_string(predicted[i]->pattern)},
                                          {"time_us", predicted[i]->time_us},

@@ -6,6 +6,8 @@
 // Differences from nccl-tests, each on purpose:
 //   - ranks are threads of this process (--backend host, --ranks), or MPI processes (--backend mpi
 //     or mpi-native, under mpirun), not MPI processes x -t threads x -g GPUs;
+//   - without -n, the number of calls is chosen per size by time (--min-time, bench/sample_timing.hpp),
+//     and the table gains a column of the counts; -n N keeps nccl-tests' exact meaning and table;
 //   - -w defaults to 5 warm-up calls (older nccl-tests' default; current is 1): on a CPU backend
 //     the first calls pay for page faults and waking sleeping threads;
 //   - one binary for every collective (--collective) instead of one binary per collective;
@@ -41,6 +43,7 @@
 #include "bench_outputs.hpp"
 #include "busbw_svg.hpp"
 #include "host_calibration.hpp"
+#include "sample_timing.hpp"
 #include "sweep_cli.hpp"
 
 namespace {
@@ -56,8 +59,7 @@ struct Config {
   Algorithm algorithm = Algorithm::automatic;
   int ranks = 4;
   bench::SweepSpec sweep;
-  int iters = 20;
-  int warmup = 5;
+  sample_timing::Rule timing;
   int check_iters = 1;
   std::vector<DataType> types;
   std::vector<ReduceOp> ops;
@@ -120,16 +122,31 @@ struct Placement {
   std::size_t memory_count;
 };
 
-// One placement of one row on one rank: warm up, time, then check `check_iters` times.
+// The maximum of x over the ranks, the same on every rank (sample_timing's agreement).
+template <class Comm>
+double agree_max(Comm& comm, double x) {
+  double slowest = 0.0;
+  comm.all_reduce(&x, &slowest, 1, ReduceOp::max);
+  return slowest;
+}
+
+// One placement of one row on one rank: warm up, time, then check `check_iters` times. Rank 0
+// writes the counts the sample made (every rank made the same).
 template <class T, class Comm>
 void measure(Comm& comm, const Config& config, const bench::Check<T>& check, Placement<T> at,
-             std::size_t count, ReduceOp op, int root, RankTimes& out) {
+             std::size_t count, ReduceOp op, int root, RankTimes& out, int& warmup, int& iters) {
   const int rank = comm.rank();
   const auto call = [&] {
     bench::call_collective(comm, config.collective, at.send, at.recv, count, op, root, config.algorithm);
   };
   check.fill_input(rank, at.send);
-  out.seconds[rank] = bench::seconds_per_call(comm, config.warmup, config.iters, call);
+  const sample_timing::Sample sample =
+      sample_timing::time_calls(comm, config.timing, call, [&](double x) { return agree_max(comm, x); });
+  out.seconds[rank] = sample.seconds;
+  if (rank == 0) {
+    warmup = sample.warmup;
+    iters = sample.iters;
+  }
   for (int i = 0; i < config.check_iters; ++i) {
     poison(at.memory, at.memory_count);
     check.fill_input(rank, at.send);
@@ -139,7 +156,8 @@ void measure(Comm& comm, const Config& config, const bench::Check<T>& check, Pla
 }
 
 template <class T, class Backend>
-bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_bytes, ReduceOp op, int root) {
+bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_bytes, ReduceOp op, int root,
+                   sample_timing::Counts& counts) {
   const int n = backend.ranks();
   const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, sizeof(T), n);
   const bench::Check<T> check(config.collective, op, n, root, shape.count);
@@ -148,13 +166,13 @@ bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_byt
     {
       std::vector<T> send(shape.input_count), recv(shape.output_count);
       const Placement<T> apart{send.data(), recv.data(), recv.data(), recv.size()};
-      measure(comm, config, check, apart, shape.count, op, root, out_of_place);
+      measure(comm, config, check, apart, shape.count, op, root, out_of_place, counts.warmup[0], counts.iters[0]);
     }  // freed before the in-place buffer is allocated: peak memory stays at two buffers per rank
     const chorus::InPlaceBuffer layout = chorus::in_place_buffer(config.collective, comm.rank(), n, shape.count);
     std::vector<T> buffer(layout.buffer_count);
     const Placement<T> shared{buffer.data() + layout.send_offset, buffer.data() + layout.recv_offset, buffer.data(),
                               buffer.size()};
-    measure(comm, config, check, shared, shape.count, op, root, in_place);
+    measure(comm, config, check, shared, shape.count, op, root, in_place, counts.warmup[1], counts.iters[1]);
   });
   backend.merge(out_of_place);
   backend.merge(in_place);
@@ -193,24 +211,25 @@ void print_preamble(const Config& config, const std::string& backend, int ranks,
   } else {
     std::printf(" step: %zu(bytes)", config.sweep.step_bytes);
   }
-  std::printf(" warmup iters: %d iters: %d validation: %d sizes: %zu\n", config.warmup, config.iters,
-              config.check_iters, sizes.size());
+  std::printf(" %s validation: %d sizes: %zu\n", sample_timing::describe(config.timing).c_str(), config.check_iters,
+              sizes.size());
   std::printf("#\n# Using devices\n");
   for (const std::string& line : devices) std::printf("#  %s\n", line.c_str());
   if (!model_line.empty()) std::printf("#\n# %s\n", model_line.c_str());
-  const std::string header = bench::table_header();
-  std::printf("#\n%s", config.predict ? bench_outputs::header_with_prediction(header).c_str() : header.c_str());
+  std::string header = bench::table_header();
+  if (config.predict) header = bench_outputs::header_with_prediction(header);
+  if (config.timing.by_time()) header = sample_timing::header_with_calls(header);
+  std::printf("#\n%s", header.c_str());
   std::fflush(stdout);
 }
 
 using Predictions = bench_json::Predictions;
 
 void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows,
-                const Predictions& predicted) {
+                const Predictions& predicted, const std::vector<sample_timing::Counts>& counts) {
   const bench_json::RunInfo info{"chorus-bench", CHORUS_VERSION, backend, chorus::to_string(config.collective),
-                                 chorus::to_string(config.algorithm), ranks, config.iters, config.warmup,
-                                 config.check_iters};
-  bench_json::write(config.json_path, bench_json::document(info, rows, predicted));
+                                 chorus::to_string(config.algorithm), ranks, config.timing, config.check_iters};
+  bench_json::write(config.json_path, bench_json::document(info, rows, predicted, counts));
 }
 
 // The host backend's tuner under --automatic model: the cost model on the calibrated fabric.
@@ -246,6 +265,7 @@ int run(const Config& config, Backend& backend, const std::string& name,
   if (backend.prints()) print_preamble(config, backend.description(), backend.ranks(), devices, sizes, model_line);
   std::vector<bench::Row> rows;
   Predictions predicted;
+  std::vector<sample_timing::Counts> counts;
   const std::vector<ReduceOp> ops = chorus::traits(config.collective).reduces ? config.ops : std::vector<ReduceOp>{ReduceOp::sum};
   const std::vector<int> roots = chorus::traits(config.collective).rooted ? config.roots : std::vector<int>{0};
   bench_outputs::Progress progress(config.types.size() * ops.size() * roots.size() * sizes.size());
@@ -259,13 +279,15 @@ int run(const Config& config, Backend& backend, const std::string& name,
                                                             ? std::string(" ") + chorus::to_string(op) : std::string()));
           }
           chorus::visit_type(type, [&](auto tag) {
-            rows.push_back(run_row<decltype(tag)>(backend, config, bytes, op, root));
+            counts.emplace_back();
+            rows.push_back(run_row<decltype(tag)>(backend, config, bytes, op, root, counts.back()));
           });
           predicted.push_back(fabric ? std::optional(predict_host_row(config, *fabric, type, bytes, root)) : std::nullopt);
           if (backend.prints()) {
-            const std::string line = bench::format_row(rows.back());
-            std::fputs(predicted.back() ? bench_outputs::row_with_prediction(line, *predicted.back()).c_str() : line.c_str(),
-                       stdout);
+            std::string line = bench::format_row(rows.back());
+            if (predicted.back()) line = bench_outputs::row_with_prediction(line, *predicted.back());
+            if (config.timing.by_time()) line = sample_timing::row_with_calls(line, counts.back());
+            std::fputs(line.c_str(), stdout);
             std::fflush(stdout);
           }
         }
@@ -274,7 +296,7 @@ int run(const Config& config, Backend& backend, const std::string& name,
   }
   if (backend.prints()) {
     std::fputs(bench::table_footer(rows).c_str(), stdout);
-    if (!config.json_path.empty()) write_json(config, name, backend.ranks(), rows, predicted);
+    if (!config.json_path.empty()) write_json(config, name, backend.ranks(), rows, predicted, counts);
     if (!config.csv_path.empty()) bench_outputs::write_csv(config.csv_path, rows, predicted);
     if (!config.svg_path.empty()) {
       const std::string label = std::string(chorus::to_string(config.algorithm));
@@ -407,8 +429,7 @@ int main(int argc, char** argv) {
                         chorus::algorithm_choices(config.collective) + ")");
     }
     config.sweep = sweep_flags.parse();
-    config.iters = sweep_flags.iters;
-    config.warmup = sweep_flags.warmup;
+    config.timing = sweep_flags.rule();
     config.check_iters = sweep_flags.check_iters;
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);

@@ -3,7 +3,8 @@
 // times chorus, so the two can be set side by side (bench/chorus-compare, docs/compare.md).
 //
 // Same flags, sizes, element patterns, correctness check (include/chorus/bench/check.hpp), timing
-// (bench/timing.hpp: warm-up, barrier, back-to-back calls; the slowest rank's mean), busbw factors,
+// (bench/sample_timing.hpp: warm-up, calls counted by --min-time unless -n is given, barrier,
+// back-to-back calls; the slowest rank's mean), busbw factors,
 // table and -J document as chorus-bench. Unlike chorus-bench's `--backend mpi-native` (MPI_Iallreduce
 // behind chorus's argument and agreement checks), nothing stands between the timer and MPI: this
 // is MPI's fastest path, the one an MPI program would use.
@@ -28,6 +29,7 @@
 #include <chorus/mpi/data_types.hpp>
 
 #include "bench_json.hpp"
+#include "sample_timing.hpp"
 #include "sweep_cli.hpp"
 
 namespace {
@@ -40,8 +42,7 @@ namespace bench = chorus::bench;
 struct Config {
   Collective collective = Collective::all_reduce;
   bench::SweepSpec sweep;
-  int iters = 20;
-  int warmup = 5;
+  sample_timing::Rule timing;
   int check_iters = 1;
   std::vector<DataType> types;
   std::vector<ReduceOp> ops;
@@ -104,6 +105,7 @@ void poison(T* data, std::size_t count) {
 
 struct Measured {
   double seconds = 0.0;     // this rank's mean per call
+  int warmup = 0, iters = 0;  // the calls the sample made (the same on every rank)
   std::uint64_t wrong = 0;  // this rank's mismatching elements
 };
 
@@ -129,7 +131,15 @@ Measured measure(const Config& config, const bench::Check<T>& check, int rank, P
   Measured out;
   check.fill_input(rank, at.input);
   World world;
-  out.seconds = bench::seconds_per_call(world, config.warmup, config.iters, call);
+  const auto agree_max = [](double x) {
+    double slowest = 0.0;
+    MPI_Allreduce(&x, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+  const sample_timing::Sample sample = sample_timing::time_calls(world, config.timing, call, agree_max);
+  out.seconds = sample.seconds;
+  out.warmup = sample.warmup;
+  out.iters = sample.iters;
   for (int i = 0; i < config.check_iters; ++i) {
     poison(at.memory, at.memory_count);
     check.fill_input(rank, at.input);
@@ -154,7 +164,7 @@ bench::Result combine(const Config& config, int ranks, std::size_t bytes, Measur
 }
 
 template <class T>
-bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_bytes) {
+bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_bytes, sample_timing::Counts& counts) {
   const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, sizeof(T), ranks);
   if (std::max(shape.input_count, shape.output_count) > static_cast<std::size_t>(INT_MAX)) {
     throw usage_error("size " + std::to_string(sweep_bytes) + " needs more than INT_MAX elements in one MPI call");
@@ -169,7 +179,10 @@ bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_
   {
     std::vector<T> send(shape.input_count), recv(shape.output_count);
     const Placement<T> apart{send.data(), recv.data(), send.data(), recv.data(), recv.data(), recv.size()};
-    row.out_of_place = combine(config, ranks, shape.bytes, measure(config, check, rank, apart, shape.count));
+    const Measured m = measure(config, check, rank, apart, shape.count);
+    counts.warmup[0] = m.warmup;
+    counts.iters[0] = m.iters;
+    row.out_of_place = combine(config, ranks, shape.bytes, m);
   }  // freed first: peak memory stays at two buffers per rank, as in chorus-bench
   const chorus::InPlaceBuffer layout = chorus::in_place_buffer(config.collective, rank, ranks, shape.count);
   std::vector<T> buffer(layout.buffer_count);
@@ -178,6 +191,8 @@ bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_
   const Placement<T> shared{nullptr, buffer.data(), buffer.data() + layout.send_offset, output, buffer.data(),
                             buffer.size()};
   const Measured m = measure(config, check, rank, shared, shape.count);
+  counts.warmup[1] = m.warmup;
+  counts.iters[1] = m.iters;
   row.in_place = combine(config, ranks, shape.bytes, m);
   return row;
 }
@@ -206,17 +221,24 @@ int run(const Config& config) {
   if (rank == 0) {
     std::printf("# chorus-mpi-peer %s: %s through %s (%s)\n", CHORUS_VERSION, chorus::to_string(config.collective),
                 function, library.c_str());
-    std::printf("# ranks %d minBytes %zu maxBytes %zu warmup iters: %d iters: %d validation: %d sizes: %zu\n#\n%s",
-                ranks, config.sweep.min_bytes, config.sweep.max_bytes, config.warmup, config.iters,
-                config.check_iters, sizes.size(), bench::table_header().c_str());
+    const std::string header = bench::table_header();
+    std::printf("# ranks %d minBytes %zu maxBytes %zu %s validation: %d sizes: %zu\n#\n%s", ranks,
+                config.sweep.min_bytes, config.sweep.max_bytes, sample_timing::describe(config.timing).c_str(),
+                config.check_iters, sizes.size(),
+                config.timing.by_time() ? sample_timing::header_with_calls(header).c_str() : header.c_str());
     std::fflush(stdout);
   }
   std::vector<bench::Row> rows;
+  std::vector<sample_timing::Counts> counts;
   for (DataType type : config.types) {
     for (std::size_t bytes : sizes) {
-      chorus::visit_type(type, [&](auto tag) { rows.push_back(run_row<decltype(tag)>(config, rank, ranks, bytes)); });
+      counts.emplace_back();
+      chorus::visit_type(type, [&](auto tag) {
+        rows.push_back(run_row<decltype(tag)>(config, rank, ranks, bytes, counts.back()));
+      });
       if (rank == 0) {
-        std::fputs(bench::format_row(rows.back()).c_str(), stdout);
+        const std::string line = bench::format_row(rows.back());
+        std::fputs((config.timing.by_time() ? sample_timing::row_with_calls(line, counts.back()) : line).c_str(), stdout);
         std::fflush(stdout);
       }
     }
@@ -225,9 +247,9 @@ int run(const Config& config) {
     std::fputs(bench::table_footer(rows).c_str(), stdout);
     if (!config.json_path.empty()) {
       const bench_json::RunInfo info{"chorus-mpi-peer", CHORUS_VERSION, "mpi-peer",
-                                     chorus::to_string(config.collective), "mpi", ranks, config.iters,
-                                     config.warmup, config.check_iters};
-      nlohmann::json doc = bench_json::document(info, rows, {});
+                                     chorus::to_string(config.collective), "mpi", ranks, config.timing,
+                                     config.check_iters};
+      nlohmann::json doc = bench_json::document(info, rows, {}, counts);
       doc["function"] = function;  // "algorithm" is "mpi": the library picks, as its tuning says
       doc["library"] = library;
       bench_json::write(config.json_path, doc);
@@ -273,8 +295,7 @@ int main(int argc, char** argv) {
   try {
     config.collective = bench::parse_collective(collective_text);
     config.sweep = sweep_flags.parse();
-    config.iters = sweep_flags.iters;
-    config.warmup = sweep_flags.warmup;
+    config.timing = sweep_flags.rule();
     config.check_iters = sweep_flags.check_iters;
     bench::size_sweep(config.sweep);  // refuse a bad sweep before MPI starts
     config.types = bench::parse_data_types(type_text);

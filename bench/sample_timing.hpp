@@ -1,0 +1,160 @@
+// How many calls a sample times, shared by chorus-bench (every backend) and chorus-mpi-peer so that
+// every tool and backend decides it by one rule (docs/benchmarks.md, "How a sample is timed").
+//
+//   -n N given:  exactly N timed calls after exactly -w warm-up calls (nccl-tests' meaning).
+//   -n absent:   the warm-up is also a pilot. It runs in batches that grow at most tenfold (as Google
+//                Benchmark grows its iteration count) until it has lasted --min-time / 2 and made at
+//                least -w calls; then the timed loop makes max(20, min-time / per-call time) calls, so
+//                that a sample lasts at least --min-time (mpiBench's time limit, the OSU benchmarks'
+//                many calls for small messages and few for large ones).
+//
+// Every batch's time is the maximum over the ranks (agree_max, a collective), so every rank sees the
+// same figures, takes the same decisions and makes the same number of calls: ranks that chose
+// different counts would wait for each other's collectives forever.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <chorus/bench/table.hpp>
+#include <chorus/bench/timing.hpp>
+#include <chorus/core/error.hpp>
+
+namespace sample_timing {
+
+inline constexpr int kMinTimedCalls = 20;    // nccl-tests' default -n: never fewer calls than before
+inline constexpr int kMaxCalls = 1 << 30;
+inline constexpr double kDefaultMinTime = 0.02;  // seconds
+
+struct Rule {
+  int iters = 0;   // > 0: exactly this many timed calls (-n); 0: chosen by time
+  int warmup = 5;  // exactly (with -n), or the least number of warm-up calls (without)
+  double min_time = kDefaultMinTime;  // seconds a sample lasts at least, without -n
+  bool by_time() const { return iters == 0; }
+};
+
+// What one sample measured, and how many calls it made.
+struct Sample {
+  double seconds = 0.0;  // this rank's mean per timed call
+  int warmup = 0;
+  int iters = 0;
+};
+
+// "20ms", "0.5s", "200us", or a bare number of seconds (Google Benchmark's --benchmark_min_time).
+inline double parse_min_time(const std::string& text) {
+  std::size_t used = 0;
+  double value = -1.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "s" ? 1.0 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : -1.0;
+  if (used == 0 || scale < 0 || !(value > 0) || !std::isfinite(value) || value * scale > 3600) {
+    throw chorus::Error(chorus::ErrorCode::invalid_argument,
+                        "--min-time expects a positive time such as 20ms, 0.5s or 200us (at most an hour), got \"" +
+                            text + "\"");
+  }
+  return value * scale;
+}
+
+// Adds --min-time to `app`; `text` keeps what was typed, for parse_min_time.
+inline CLI::Option* add_min_time_flag(CLI::App& app, std::string& text) {
+  return app.add_option("--min-time", text,
+                        "without -n: time each sample for at least this long (20ms, 0.5s, 200us), with at least " +
+                            std::to_string(kMinTimedCalls) + " calls; the warm-up lasts half of it")
+      ->capture_default_str();
+}
+
+inline int calls_for(double seconds, double per_call) {
+  if (!(per_call > 0)) return kMaxCalls;
+  const double calls = std::ceil(seconds / per_call);
+  return calls >= kMaxCalls ? kMaxCalls : static_cast<int>(calls);
+}
+
+// Warms up, chooses the counts by `rule`, then times with chorus::bench::seconds_per_call (a barrier,
+// back-to-back calls). agree_max(x) returns the maximum of x over the ranks, identically on every rank.
+template <class Comm, class Fn, class AgreeMax>
+Sample time_calls(Comm& comm, const Rule& rule, Fn&& call, AgreeMax&& agree_max) {
+  Sample out;
+  if (!rule.by_time()) {
+    out.warmup = rule.warmup;
+    out.iters = rule.iters;
+    out.seconds = chorus::bench::seconds_per_call(comm, rule.warmup, rule.iters, call);
+    return out;
+  }
+  const double warmup_time = rule.min_time / 2;
+  double elapsed = 0.0, per_call = 0.0;
+  int batch = 1;
+  for (;;) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < batch; ++i) call();
+    const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double slowest = agree_max(mine);
+    out.warmup += batch;
+    elapsed += slowest;
+    per_call = slowest / batch;
+    if (out.warmup >= rule.warmup && elapsed >= warmup_time) break;
+    const int by_count = rule.warmup - out.warmup;
+    const int by_time = elapsed < warmup_time ? calls_for(warmup_time - elapsed, per_call) : 0;
+    batch = std::clamp(std::max(by_count, by_time), 1, batch >= kMaxCalls / 10 ? kMaxCalls : batch * 10);
+    if (out.warmup >= kMaxCalls - batch) break;
+  }
+  out.iters = std::max(kMinTimedCalls, calls_for(rule.min_time, per_call));
+  out.seconds = chorus::bench::seconds_per_call(comm, 0, out.iters, call);
+  return out;
+}
+
+// The counts each row's samples made, out of place and in place (tables, JSON).
+struct Counts {
+  int warmup[2] = {0, 0};
+  int iters[2] = {0, 0};
+};
+
+inline constexpr int kCallsWidth = 9;
+
+// The table's header with "timed calls  oop  ip" appended, for runs whose counts were chosen by time.
+inline std::string header_with_calls(const std::string& header) {
+  using chorus::bench::detail::printf_string;
+  const std::string cells[3] = {printf_string("  %*s", 2 * kCallsWidth + 2, "timed calls"),
+                                printf_string("  %*s  %*s", kCallsWidth, "oop", kCallsWidth, "ip"),
+                                printf_string("  %*s  %*s", kCallsWidth, "", kCallsWidth, "")};
+  std::string out;
+  std::size_t start = 0;
+  for (int line = 0; line < 3; ++line) {
+    const std::size_t end = header.find('\n', start);
+    std::string text = header.substr(start, end - start);
+    const std::size_t width = header.find('\n', header.find('\n') + 1) - header.find('\n') - 1;
+    if (text.size() < width) text.resize(width, ' ');
+    std::string cell = cells[line];
+    out += text + cell;
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// A formatted row (ending in '\n') with the two timed-call counts appended.
+inline std::string row_with_calls(std::string row, const Counts& counts) {
+  if (!row.empty() && row.back() == '\n') row.pop_back();
+  return row + chorus::bench::detail::printf_string("  %*d  %*d\n", kCallsWidth, counts.iters[0], kCallsWidth,
+                                                    counts.iters[1]);
+}
+
+// The preamble's "warmup iters: W iters: N" for nccl-tests, or what the rule is when it chooses by time.
+inline std::string describe(const Rule& rule) {
+  if (!rule.by_time()) return "warmup iters: " + std::to_string(rule.warmup) + " iters: " + std::to_string(rule.iters);
+  char text[160];
+  std::snprintf(text, sizeof text, "warmup iters: auto iters: auto (min-time %g ms, at least %d calls; see last columns)",
+                rule.min_time * 1e3, kMinTimedCalls);
+  return text;
+}
+
+}  // namespace sample_timing
