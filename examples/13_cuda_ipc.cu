@@ -8,7 +8,7 @@
 //   mpirun -np 2 ./13_cuda_ipc            # one machine, two GPUs (several processes on one GPU are refused)
 //
 // Each rank all-reduces rank-dependent integers (exact in any order) with each kernel and checks the sum.
-// Without enough GPUs it prints why and exits 77 (skipped). NOT YET RUN ON A GPU (docs/cuda.md).
+// Without enough GPUs it prints why and exits 77 (skipped). NOT YET RUN ON A GPU (docs/cuda/ipc.md).
 #include <chorus/bootstrap.hpp>
 #include <chorus/cuda.hpp>
 #include <chorus/mpi.hpp>

@@ -6,7 +6,7 @@
 // crossovers (cuda/measured_crossovers.hpp: the largest size each kernel was fastest at) and, last, the
 // line to paste into TeamOptions. First, the reduce-copy primitive against the device's own
 // device-to-device copy, the bandwidth ceiling the kernels move data at. Virtual ranks on GPU 0 (default
-// 4), or --gpus for one rank per visible GPU. docs/cuda.md, "Benchmark".
+// 4), or --gpus for one rank per visible GPU. docs/cuda/benchmark.md.
 //
 //   chorus-cuda-bench [-c all_reduce|broadcast|reduce|all_gather|reduce_scatter|all_to_all|sendrecv|all]
 //                     [--ranks N | --gpus] [-b 8] [-e 256M] [-f 4] [-n 50] [-w 5] [-J out.json]

@@ -70,7 +70,7 @@ inline void check_team_call(const TeamCallShape& shape, const std::vector<const 
 }
 
 // One rank's own call (a communicator of one rank per process): the shape, and this rank's buffers only;
-// whether the other ranks made the same call is not known here (see docs/cuda.md).
+// whether the other ranks made the same call is not known here (see docs/cuda/ipc.md).
 inline void check_rank_call(const TeamCallShape& shape, int rank, const void* input, const void* output) {
   check_call_shape(shape);
   check_rank_buffers(shape, rank, input, output);

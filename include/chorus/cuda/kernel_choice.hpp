@@ -14,9 +14,9 @@ namespace chorus::cuda {
 
 // Where Algorithm::automatic switches kernels, in the bytes kernel_for sees (all_reduce: the whole
 // buffer; all_gather and reduce_scatter: one rank's block). Each is the LARGEST size the named kernel
-// still serves. The defaults are seeds from published crossovers (vLLM, TensorRT-LLM; ../shared notes),
-// not measurements: chorus-cuda-bench prints measured ones in these terms (docs/cuda.md, "Choosing a
-// kernel"), to set through TeamOptions::crossovers (or twin::Options::crossovers).
+// still serves. The defaults are seeds from published crossovers (vLLM, TensorRT-LLM; docs/references.md),
+// not measurements: chorus-cuda-bench prints measured ones in these terms
+// (docs/cuda/choosing-a-kernel.md), to set through TeamOptions::crossovers (or twin::Options::crossovers).
 struct KernelCrossovers {
   std::size_t ll_max = 16u << 10;                    // all_reduce: LL one-shot up to here
   std::size_t one_shot_max_small_team = 512u << 10;  // all_reduce: then barrier one-shot, teams of <= small_team_ranks

@@ -2,7 +2,7 @@
 // kernels, in KernelCrossovers' terms, and the line a user pastes into TeamOptions (chorus-cuda-bench
 // prints both). Plain C++, tested on synthetic tables (tests/cuda_twin/test_kernel_choice.cpp).
 //
-// The rule (docs/cuda.md, "Choosing a kernel"), for the kernels automatic climbs through (all_reduce: LL,
+// The rule (docs/cuda/choosing-a-kernel.md), for the kernels automatic climbs through (all_reduce: LL,
 // one-shot, two-shot, ring; all_gather and reduce_scatter: one-shot, ring):
 //   1. At each size the fastest of those kernels wins. Times within `tie` (relative) of the fastest are a
 //      tie, won by the kernel earliest in the climb: a tie never moves a switch to a kernel built for
