@@ -13,6 +13,8 @@
 #include "support/run_on_every_communicator.hpp"
 
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@ namespace test_data_parallel {
 
 using chorus::DataType;
 using chorus::parallel::BucketOptions;
+using chorus::parallel::BucketRule;
 using chorus::parallel::plan_buckets;
 using chorus::parallel::TensorSpec;
 using Indices = std::vector<std::size_t>;
@@ -39,9 +42,12 @@ void check_plan_rules(const std::vector<TensorSpec>& tensors, const chorus::para
   std::map<DataType, int> buckets_of_type;
   for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
     const auto& bucket = plan.buckets[b];
-    const std::size_t cap = buckets_of_type[bucket.type]++ == 0 ? options.first_bucket_bytes : options.bucket_cap_bytes;
     INFO("bucket " << b);
-    CHECK((bucket.bytes() <= cap || bucket.tensors.size() == 1));
+    const bool alone = bucket.tensors.size() == 1 && bucket.bytes() >= options.bucket_cap_bytes;
+    if (!alone) {  // a tensor of at least the cap travels alone and does not use up the small first cap
+      const std::size_t cap = buckets_of_type[bucket.type]++ == 0 ? options.first_bucket_bytes : options.bucket_cap_bytes;
+      CHECK(bucket.bytes() <= cap);
+    }
     std::size_t offset = 0;
     for (std::size_t k = 0; k < bucket.tensors.size(); ++k) {
       const std::size_t t = bucket.tensors[k];
@@ -112,6 +118,51 @@ TEST_CASE("A bucket holds one element type; each type's first bucket gets the sm
   CHECK(plan.buckets[1].tensors == Indices{9, 6});
   CHECK(plan.buckets[2].tensors == Indices{8, 7, 5, 4, 2, 1});
   CHECK(plan.buckets[3].tensors == Indices{3, 0});
+}
+
+TEST_CASE("Small tensors between big ones share a bucket; PyTorch's rule puts each with the next big one",
+          "[parallel][buckets]") {
+  // One transformer block's shape at hidden size 4096: norms and biases (16 KiB) between weight matrices
+  // (64 MiB, over the 25 MiB cap). Registered n0 W1 b1 W2 b2; ready in reverse: b2 W2 b1 W1 n0.
+  const std::vector<TensorSpec> tensors = {floats(16 * 1024), floats(64 * kMiB), floats(16 * 1024), floats(64 * kMiB),
+                                           floats(16 * 1024)};
+  const auto plan = plan_buckets(tensors);
+  REQUIRE(plan.buckets.size() == 3);
+  CHECK(plan.buckets[0].tensors == Indices{3});        // W2 alone, launched as soon as it is ready
+  CHECK(plan.buckets[1].tensors == Indices{1});        // W1 alone
+  CHECK(plan.buckets[2].tensors == Indices{4, 2, 0});  // b2 b1 n0 together, launched when n0 is ready
+  check_plan_rules(tensors, plan, BucketOptions{});
+
+  BucketOptions pytorch;
+  pytorch.rule = BucketRule::close_after_crossing;
+  const auto crossing = plan_buckets(tensors, pytorch);
+  REQUIRE(crossing.buckets.size() == 3);
+  CHECK(crossing.buckets[0].tensors == Indices{4, 3});  // b2, then W2 crosses the 1 MiB first cap
+  CHECK(crossing.buckets[1].tensors == Indices{2, 1});  // b1, then W1 crosses 25 MiB
+  CHECK(crossing.buckets[2].tensors == Indices{0});     // n0: what is left
+  CHECK(crossing.buckets[0].bytes() > pytorch.first_bucket_bytes);
+}
+
+TEST_CASE("PyTorch's rule: add, then close at or past the cap; ordered by the first tensor", "[parallel][buckets]") {
+  // The order given is the order compute_bucket_assignment_by_size receives the tensors in.
+  BucketOptions pytorch;
+  pytorch.rule = BucketRule::close_after_crossing;
+  const std::vector<TensorSpec> tensors = {floats(3 * kMiB / 4), floats(3 * kMiB / 4), floats(30 * kMiB),
+                                           floats(kMiB / 2), floats(20 * kMiB), floats(10 * kMiB)};
+  const auto crossing = plan_buckets(tensors, pytorch, {0, 1, 2, 3, 4, 5});
+  REQUIRE(crossing.buckets.size() == 3);
+  CHECK(crossing.buckets[0].tensors == Indices{0, 1});  // 1.5 MiB: crossed the first cap
+  CHECK(crossing.buckets[1].tensors == Indices{2});     // 30 MiB reaches 25 at once
+  CHECK(crossing.buckets[2].tensors == Indices{3, 4, 5});  // 0.5 + 20 + 10: crossed 25 with the last
+  // chorus's rule on the same order: 0 alone under the first cap, 30 MiB alone, then 1 3 4 (21.25 MiB)
+  // and 5 on its own because 1 3 4 5 would pass 25 MiB.
+  const auto never = plan_buckets(tensors, {}, {0, 1, 2, 3, 4, 5});
+  REQUIRE(never.buckets.size() == 4);
+  CHECK(never.buckets[0].tensors == Indices{0});
+  CHECK(never.buckets[1].tensors == Indices{2});
+  CHECK(never.buckets[2].tensors == Indices{1, 3, 4});
+  CHECK(never.buckets[3].tensors == Indices{5});
+  check_plan_rules(tensors, never, BucketOptions{});
 }
 
 TEST_CASE("The plan takes an observed ready order, and rejects one that is not a permutation", "[parallel][buckets]") {
@@ -215,6 +266,14 @@ TEST_CASE("The linear scaling rule with gradual warmup (Goyal et al. 2017)", "[p
   CHECK(LinearScalingLr(0.1, 256, 1024).lr(0) == Approx(0.4));  // no warmup: the scaled rate at once
   CHECK_THROWS_AS(LinearScalingLr(0.1, 0, 1024), chorus::Error);
   CHECK_THROWS_AS(LinearScalingLr(-1, 256, 1024), chorus::Error);
+  CHECK(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, 0, 100).warmup_steps() == 0);
+  CHECK(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, 0.5, 3).warmup_steps() == 1);  // rounded down
+  // Epoch counts with no step count: refused, not cast (undefined behaviour).
+  for (const double epochs : {-1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e30}) {
+    INFO(epochs);
+    CHECK_THROWS_WITH(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, epochs, 100),
+                      Catch::Matchers::Contains("with_warmup_epochs: warmup_epochs"));
+  }
 }
 
 }  // namespace test_data_parallel

@@ -4,10 +4,17 @@
 // As PyTorch DDP: gradients become ready roughly in reverse registration order (backward runs the
 // forward backwards), so tensors are packed in that order; the first bucket of each element type
 // is small (1 MiB) so communication starts early, the rest are capped at 25 MiB; a bucket holds one
-// element type. Where chorus differs: a bucket never exceeds its cap (PyTorch closes a bucket only
-// after a tensor pushes it past the cap), so a tensor larger than the cap travels alone; and the plan
-// is fixed (no rebuild from the order observed in iteration 1), though the caller may give the
-// expected ready order. Buckets are numbered by when their first tensor is expected to be ready.
+// element type. Two packing rules:
+// - never_exceed_cap (chorus's default): a bucket closes before a tensor would overflow it, so no
+//   bucket exceeds its cap; a tensor of at least the cap travels alone and leaves the open bucket
+//   open, so the small tensors around big ones (biases, norms between weight matrices) share one
+//   bucket instead of travelling in tiny buckets of their own. Buckets launch in the order they are
+//   expected to complete (their last tensor's readiness).
+// - close_after_crossing (PyTorch's compute_bucket_assignment_by_size in reducer.cpp): a tensor is
+//   added first and the bucket closes once it reaches the cap, so a bucket may exceed its cap by one
+//   tensor. Buckets are ordered by their first tensor, as PyTorch sorts them by their smallest index.
+// The plan is fixed (no rebuild from the order observed in iteration 1); the caller may give the
+// expected ready order.
 #pragma once
 
 #include <algorithm>
@@ -20,8 +27,11 @@
 
 namespace chorus::parallel {
 
+enum class BucketRule { never_exceed_cap, close_after_crossing };
+
 struct BucketOptions {
   static constexpr std::size_t kMiB = std::size_t{1} << 20;
+  BucketRule rule = BucketRule::never_exceed_cap;
   std::size_t first_bucket_bytes = 1 * kMiB;  // PyTorch's kDefaultFirstBucketBytes
   std::size_t bucket_cap_bytes = 25 * kMiB;   // PyTorch's bucket_cap_mb = 25; 0: one bucket per tensor
 };
@@ -81,23 +91,34 @@ inline BucketPlan plan_buckets(const std::vector<TensorSpec>& tensors, const Buc
     o.bucket = Bucket{};
     ++o.closed;
   };
+  auto add = [](Bucket& bucket, std::size_t i, const TensorSpec& t) {
+    bucket.type = t.type;
+    bucket.tensors.push_back(i);
+    bucket.offsets.push_back(bucket.count);
+    bucket.count += t.count;
+  };
+  const bool pytorch = options.rule == BucketRule::close_after_crossing;
   for (std::size_t i : ready_order) {
     const TensorSpec& t = tensors[i];
     Open& o = open[t.type];
-    if (!o.bucket.tensors.empty() && o.bucket.bytes() + t.bytes() > cap(o)) close(o);
-    o.bucket.type = t.type;
-    o.bucket.tensors.push_back(i);
-    o.bucket.offsets.push_back(o.bucket.count);
-    o.bucket.count += t.count;
-    if (o.bucket.bytes() >= cap(o)) close(o);  // full, or one tensor over the cap alone
+    if (!pytorch && t.bytes() >= options.bucket_cap_bytes) {
+      Bucket alone;  // could share with nothing: the open bucket stays open for the small tensors after it
+      add(alone, i, t);
+      closed.push_back(std::move(alone));
+      continue;
+    }
+    if (!pytorch && !o.bucket.tensors.empty() && o.bucket.bytes() + t.bytes() > cap(o)) close(o);
+    add(o.bucket, i, t);
+    if (o.bucket.bytes() >= cap(o)) close(o);  // full (or, crossing, past full)
   }
   for (auto& entry : open) {
     if (!entry.second.bucket.tensors.empty()) close(entry.second);
   }
-  // Launch order: by when each bucket's first tensor is expected to be ready.
-  std::stable_sort(closed.begin(), closed.end(), [&](const Bucket& a, const Bucket& b) {
-    return position[a.tensors.front()] < position[b.tensors.front()];
-  });
+  // Launch order. never_exceed_cap: by when each bucket can go (its last tensor's readiness), so a bucket
+  // of small tensors held open across big ones does not hold them back. close_after_crossing: by the first
+  // tensor, as PyTorch orders them.
+  auto key = [&](const Bucket& b) { return position[pytorch ? b.tensors.front() : b.tensors.back()]; };
+  std::stable_sort(closed.begin(), closed.end(), [&](const Bucket& a, const Bucket& b) { return key(a) < key(b); });
 
   BucketPlan plan;
   plan.buckets = std::move(closed);

@@ -25,11 +25,19 @@ class LinearScalingLr {
     }
   }
 
-  // warmup over whole epochs, as the paper states it.
+  // Warmup over epochs, as the paper states it: warmup_epochs x steps_per_epoch steps, rounded down. A
+  // negative, NaN or infinite count, or one of 2^64 steps or more, has no step count to convert to.
   static LinearScalingLr with_warmup_epochs(double base_lr, double base_batch, double global_batch,
                                             double warmup_epochs, std::uint64_t steps_per_epoch) {
-    return LinearScalingLr(base_lr, base_batch, global_batch,
-                           static_cast<std::uint64_t>(warmup_epochs * static_cast<double>(steps_per_epoch)));
+    const double steps = warmup_epochs * static_cast<double>(steps_per_epoch);
+    constexpr double kTwoTo64 = 18446744073709551616.0;
+    if (!(warmup_epochs >= 0) || !(steps < kTwoTo64)) {
+      throw Error(ErrorCode::invalid_argument,
+                  chorus::detail::concat("chorus::parallel::LinearScalingLr::with_warmup_epochs: warmup_epochs ",
+                                         warmup_epochs, " x steps_per_epoch ", steps_per_epoch,
+                                         " (the epochs must be >= 0 and the steps fewer than 2^64)"));
+    }
+    return LinearScalingLr(base_lr, base_batch, global_batch, static_cast<std::uint64_t>(steps));
   }
 
   double base_lr() const { return base_lr_; }

@@ -1,0 +1,119 @@
+// Example 16: how two bucketing rules pack a GPT-style model's gradients (docs/data-parallel.md).
+//
+// chorus's rule never lets a bucket of several tensors exceed the cap and lets a tensor of at least the cap
+// travel alone while the small tensors around it keep filling one bucket; PyTorch's rule adds a tensor and
+// closes the bucket once it reaches the cap. For each model this prints, per rule, how many all-reduces a
+// step issues, how many of them carry almost nothing, and how far the buckets of several tensors go past
+// the cap. Exits non-zero if chorus's rule breaks its promise: no bucket of several tensors over its cap,
+// and no two neighbouring buckets of small tensors that would fit the cap together.
+#include <chorus/parallel/bucket_plan.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using chorus::DataType;
+using chorus::parallel::Bucket;
+using chorus::parallel::BucketOptions;
+using chorus::parallel::BucketPlan;
+using chorus::parallel::BucketRule;
+using chorus::parallel::TensorSpec;
+
+namespace {
+
+struct Model {
+  std::string name;
+  std::size_t hidden, layers, vocab = 50304, positions = 2048;
+};
+
+// The parameters in registration (forward) order, float32, as a GPT-2/3 block declares them.
+std::vector<TensorSpec> parameters(const Model& m) {
+  const std::size_t h = m.hidden;
+  std::vector<TensorSpec> p;
+  auto add = [&](std::size_t count) { p.push_back({DataType::float32, count}); };
+  add(m.vocab * h);      // token embedding
+  add(m.positions * h);  // position embedding
+  for (std::size_t l = 0; l < m.layers; ++l) {
+    add(h), add(h);                  // ln1 weight, bias
+    add(3 * h * h), add(3 * h);      // qkv weight, bias
+    add(h * h), add(h);              // attention projection
+    add(h), add(h);                  // ln2
+    add(4 * h * h), add(4 * h);      // mlp up
+    add(4 * h * h), add(h);          // mlp down
+  }
+  add(h), add(h);  // final norm
+  return p;
+}
+
+double mib(std::size_t bytes) { return static_cast<double>(bytes) / static_cast<double>(BucketOptions::kMiB); }
+
+struct Summary {
+  std::size_t buckets = 0, tiny = 0, shared = 0;  // tiny: at most 0.05 MiB; shared: several tensors
+  double median_shared_over_cap = 0, max_shared_over_cap = 0;
+};
+
+Summary summarise(const BucketPlan& plan, const BucketOptions& options) {
+  Summary s;
+  s.buckets = plan.buckets.size();
+  std::vector<double> over;
+  for (const Bucket& b : plan.buckets) {
+    if (mib(b.bytes()) <= 0.05) ++s.tiny;
+    if (b.tensors.size() > 1) over.push_back(static_cast<double>(b.bytes()) / static_cast<double>(options.bucket_cap_bytes));
+  }
+  s.shared = over.size();
+  if (!over.empty()) {
+    std::sort(over.begin(), over.end());
+    s.median_shared_over_cap = over[over.size() / 2];
+    s.max_shared_over_cap = over.back();
+  }
+  return s;
+}
+
+// chorus's promise, checked on the plan it made (one element type here).
+bool keeps_promise(const BucketPlan& plan, const BucketOptions& options) {
+  std::vector<const Bucket*> small;  // the buckets of small tensors, in launch order
+  for (const Bucket& b : plan.buckets) {
+    if (b.tensors.size() > 1 || b.bytes() < options.bucket_cap_bytes) small.push_back(&b);
+  }
+  for (std::size_t i = 0; i < small.size(); ++i) {
+    const std::size_t cap = i == 0 ? options.first_bucket_bytes : options.bucket_cap_bytes;
+    if (small[i]->bytes() > cap) return false;
+    // The first bucket closed at its own small cap; after it, two neighbours that fit together should be one.
+    if (i >= 2 && small[i - 1]->bytes() + small[i]->bytes() <= options.bucket_cap_bytes) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<Model> models = {{"GPT 350M (h 1024, 24 layers)", 1024, 24},
+                                     {"GPT 1.3B (h 2048, 24 layers)", 2048, 24},
+                                     {"GPT 6.7B (h 4096, 32 layers)", 4096, 32}};
+  BucketOptions chorus_rule;
+  BucketOptions pytorch_rule;
+  pytorch_rule.rule = BucketRule::close_after_crossing;
+  bool ok = true;
+  std::printf("%-30s %-21s %8s %6s %7s %14s %11s\n", "model", "rule", "buckets", "tiny", "shared",
+              "median/cap", "max/cap");
+  for (const Model& model : models) {
+    const std::vector<TensorSpec> tensors = parameters(model);
+    for (const BucketOptions* options : {&chorus_rule, &pytorch_rule}) {
+      const BucketPlan plan = chorus::parallel::plan_buckets(tensors, *options);
+      const Summary s = summarise(plan, *options);
+      const bool pytorch = options->rule == BucketRule::close_after_crossing;
+      std::printf("%-30s %-21s %8zu %6zu %7zu %13.2fx %10.2fx\n", model.name.c_str(),
+                  pytorch ? "close_after_crossing" : "never_exceed_cap", s.buckets, s.tiny, s.shared,
+                  s.median_shared_over_cap, s.max_shared_over_cap);
+      if (!pytorch && !keeps_promise(plan, *options)) {
+        std::printf("  chorus's rule broke its promise on %s\n", model.name.c_str());
+        ok = false;
+      }
+    }
+  }
+  std::printf("(tiny: buckets of at most 0.05 MiB; shared: buckets of several tensors, their size over the "
+              "25 MiB cap)\n");
+  return ok ? 0 : 1;
+}
