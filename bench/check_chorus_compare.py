@@ -1,6 +1,8 @@
 # bench/chorus-compare end to end at tiny sizes (run by bench/meson.build under MPI): the table, the
 # JSON and the SVG agree with each other, every ratio is the division of the two measured times it
-# stands for, every median is one of the samples, and bad arguments exit 2 before anything runs.
+# stands for, every median is one of the samples, the spread beside it is its samples' max/min and a
+# ratio they cannot support is marked, the calls per sample follow the rule (-n exact; without it at
+# least 20, chosen by --min-time, the same on every rank) and bad arguments exit 2 before anything runs.
 #   python3 check_chorus_compare.py COMPARE CHORUS_BENCH MPI_PEER MEMBW PLOT MPIRUN
 import json, math, os, subprocess, sys, tempfile, xml.dom.minidom
 
@@ -45,17 +47,33 @@ with tempfile.TemporaryDirectory() as tmp:
                 # Nearest-rank median of 3: the middle sample, measured, with its own busbw.
                 assert len(samples) == 3 and figure['time_us'] == sorted(samples)[1], (peer, figure)
                 assert figure['wrong'] == 0 and figure['busbw_gbps'] > 0, figure
+                # The spread: the samples' extremes and their ratio; -n 3 made exactly 3 calls per sample.
+                assert figure['min_us'] == min(samples) and figure['max_us'] == max(samples), figure
+                assert close(figure['spread'], max(samples) / min(samples)), figure
+                assert figure['samples_iters'] == [3, 3, 3], figure
             chorus_t = row['peers']['chorus'][placement]['time_us']
             mpi_t = row['peers']['MPI_Allreduce'][placement]['time_us']
             assert close(row['ratio']['MPI_Allreduce'][placement], chorus_t / mpi_t), (row, placement)
+            c, p = row['peers']['chorus'][placement], row['peers']['MPI_Allreduce'][placement]
+            low, high = row['ratio_range']['MPI_Allreduce'][placement]
+            assert close(low, c['min_us'] / p['max_us']) and close(high, c['max_us'] / p['min_us']), row
+            assert low <= row['ratio']['MPI_Allreduce'][placement] <= high, row
+            assert row['supported']['MPI_Allreduce'][placement] == (high / low <= 1.25), row
             assert close(row['limit_fraction'][placement],
                          row['peers']['chorus'][placement]['busbw_gbps'] / m['busbw_limit_gbps']), row
-        # The table (out of place): size, chorus us, MPI us, ratio, chorus busbw, MPI busbw, chorus/limit.
+        # The table (out of place): size, chorus us and max/min, MPI us and max/min, ratio (marked * when
+        # unsupported, with a note under the table), chorus busbw, MPI busbw, chorus/limit.
         oop = row['peers']
-        assert cells[1:4] == ['%.2f' % oop['chorus']['out_of_place']['time_us'],
+        mark = '' if row['supported']['MPI_Allreduce']['out_of_place'] else '*'
+        assert cells[1:6] == ['%.2f' % oop['chorus']['out_of_place']['time_us'],
+                              '%.2f' % oop['chorus']['out_of_place']['spread'],
                               '%.2f' % oop['MPI_Allreduce']['out_of_place']['time_us'],
-                              '%.3f' % row['ratio']['MPI_Allreduce']['out_of_place']], (cells, row)
-        assert cells[6] == '%.3f' % row['limit_fraction']['out_of_place'], cells
+                              '%.2f' % oop['MPI_Allreduce']['out_of_place']['spread'],
+                              '%.3f' % row['ratio']['MPI_Allreduce']['out_of_place'] + mark], (cells, row)
+        assert cells[8] == '%.3f' % row['limit_fraction']['out_of_place'], cells
+        assert not mark or '# *: the repeats cannot support this ratio' in done.stdout, done.stdout
+    assert '# timed calls per sample: -n 3 (exact), warm-up -w 1' in done.stdout, done.stdout
+    assert doc['iters'] == 3 and doc['warmup'] == 1 and doc['min_time'] is None and doc['max_spread'] == 1.25, doc
     # Every sample of the 4 KiB chorus row is a chorus-bench row's time: the busbw of the chosen one is
     # the factor 2(n-1)/n = 1 times size / time, as chorus-bench computed it.
     r4k = run2['rows'][2]['peers']['chorus']['out_of_place']
@@ -76,9 +94,53 @@ with tempfile.TemporaryDirectory() as tmp:
     assert row['predicted']['busbw_gbps'] > 0, row
     [cells] = [l.split() for l in done.stdout.splitlines() if l and not l.startswith('#')]
     assert cells[1] == '%.2f' % row['peers']['chorus']['in_place']['time_us'], (cells, row)
+    assert cells[5] == '%.3f' % row['ratio']['MPI_Allreduce']['in_place'], (cells, row)  # one repeat: supported
     dashed = [l for l in xml.dom.minidom.parse(out_svg).getElementsByTagName('polyline')
               if l.getAttribute('stroke-dasharray')]
     assert len(dashed) == 1, len(dashed)
+
+    # Without -n the counts are chosen by time: a tiny --min-time gives the least, 20 calls, on both tools
+    # (every rank agreed, or chorus-mpi-peer would have hung); a longer one gives more at a small size.
+    done = run('--ranks', '2', '--sizes', '8,4K', '--repeats', '2', '--min-time', '1us', '--membw-size', '64K',
+               '--membw-repeats', '1', *oversubscribed, '-J', out_json, '--timeout', '120', '--max-spread', '1')
+    assert done.returncode == 0, done.stderr
+    doc = json.load(open(out_json))
+    assert doc['iters'] is None and doc['min_time'] == '1us', doc
+    for row in doc['runs'][0]['rows']:
+        for peer in doc['peers']:
+            for placement in ('out_of_place', 'in_place'):
+                assert row['peers'][peer][placement]['samples_iters'] == [20, 20], (peer, row)
+    # --max-spread 1: any two repeats that differ at all leave the ratio unsupported, marked in the table.
+    table = [line.split() for line in done.stdout.splitlines() if line and not line.startswith('#')]
+    for row, cells in zip(doc['runs'][0]['rows'], table):
+        low, high = row['ratio_range']['MPI_Allreduce']['out_of_place']
+        assert cells[5].endswith('*') == (high > low) == (not row['supported']['MPI_Allreduce']['out_of_place']), cells
+    assert '# *: the repeats cannot support this ratio' in done.stdout, done.stdout
+    assert 'chosen by time (--min-time 1us, at least 20): chorus 20 to 20, MPI_Allreduce 20 to 20' in done.stdout, \
+        done.stdout
+    done = run('--ranks', '2', '--sizes', '8', '--repeats', '1', '--min-time', '5ms', '--membw-size', '64K',
+               '--membw-repeats', '1', *oversubscribed, '-J', out_json, '--timeout', '120')
+    assert done.returncode == 0, done.stderr
+    row = json.load(open(out_json))['runs'][0]['rows'][0]
+    # About 5 ms of calls, at least 20. Unbound MPI processes on a busy machine may take a scheduler tick
+    # (4 ms) per call, and then 20 it is; the host backend's threads are far faster than 250 us a call.
+    assert row['peers']['MPI_Allreduce']['out_of_place']['samples_iters'][0] >= 20, row
+    assert row['peers']['chorus']['out_of_place']['samples_iters'][0] > 20, row
+
+    # chorus-bench's MPI backends choose by time too, every process the same counts (or they would hang).
+    for backend in ('mpi', 'mpi-native'):
+        done = subprocess.run([mpirun, '-np', '2', '--oversubscribe', '--bind-to', 'none', chorus_bench, '--backend',
+                               backend, '-b', '8', '-e', '1K', '-f', '32', '--min-time', '2ms', '-J', out_json],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (backend, done.stdout, done.stderr)
+        doc = json.load(open(out_json))
+        assert doc['iters'] is None and doc['min_time_s'] == 0.002, doc
+        for row in doc['rows']:
+            for placement in ('out_of_place', 'in_place'):
+                assert row[placement]['iters'] >= 20 and row[placement]['warmup'] >= 5, row
+        table = [l.split() for l in done.stdout.splitlines() if l and not l.startswith('#')]
+        assert [[int(c) for c in cells[-2:]] for cells in table] == [
+            [r['out_of_place']['iters'], r['in_place']['iters']] for r in doc['rows']], (table, doc['rows'])
 
     # A tool that fails makes the comparison fail (status 1), with the tool's words.
     done = run('--ranks', '2', '--sizes', '8', '--repeats', '1', '--membw-size', '64K', '--membw-repeats', '1',
@@ -88,7 +150,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # Usage errors: status 2, the reason on stderr, nothing measured.
     bad_args = [['--ranks', '1'], ['--ranks', 'x'], ['--ranks', '2,300'], ['--sizes', '1.5K'], ['--sizes', '64:8:4'],
                 ['--sizes', '8:64:1'], ['--sizes', '8:64'], ['--sizes', '0:64:2'], ['--repeats', '0'], ['-n', '0'],
-                ['-w', '-1'], ['-o', 'avg'], ['--placement', 'sideways'], ['--collective', 'gather'],
+                ['-w', '-1'], ['--min-time', '5 ms'], ['--min-time', 'x'], ['--max-spread', '0.5'], ['-o', 'avg'], ['--placement', 'sideways'], ['--collective', 'gather'],
                 ['--mpi', 'no-equals-sign'], ['--mpi', 'a=', '--mpi', 'a=--oversubscribe'],
                 ['-J', '/nonexistent-dir/out.json'], ['--svg', '/nonexistent-dir/out.svg'],
                 ['--membw-size', '2'], ['--no-such-flag']]

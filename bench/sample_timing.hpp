@@ -4,7 +4,8 @@
 //   -n N given:  exactly N timed calls after exactly -w warm-up calls (nccl-tests' meaning).
 //   -n absent:   the warm-up is also a pilot. It runs in batches that grow at most tenfold (as Google
 //                Benchmark grows its iteration count) until it has lasted --min-time / 2 and made at
-//                least -w calls; then the timed loop makes max(20, min-time / per-call time) calls, so
+//                least -w calls; then the timed loop makes max(20, min-time / per-call time) calls (the
+//                per-call time of the pilot's fastest batch), so
 //                that a sample lasts at least --min-time (mpiBench's time limit, the OSU benchmarks'
 //                many calls for small messages and few for large ones).
 //
@@ -99,7 +100,9 @@ Sample time_calls(Comm& comm, const Rule& rule, Fn&& call, AgreeMax&& agree_max)
     const double slowest = agree_max(mine);
     out.warmup += batch;
     elapsed += slowest;
-    per_call = slowest / batch;
+    // The fastest batch's rate: a stall (a scheduler tick, a neighbour) only ever slows a batch down,
+    // and a stall in the last batch must not cut the sample short.
+    per_call = per_call > 0 ? std::min(per_call, slowest / batch) : slowest / batch;
     if (out.warmup >= rule.warmup && elapsed >= warmup_time) break;
     const int by_count = rule.warmup - out.warmup;
     const int by_time = elapsed < warmup_time ? calls_for(warmup_time - elapsed, per_call) : 0;
