@@ -227,11 +227,13 @@ TEST_CASE("the twin stream refuses what CUDA refuses around capture") {
   other.record(eager);
   stream.begin_capture();
   CHECK_FALSE(stream.may_wait(eager));  // a dependency on work outside the capture
+  CHECK_THROWS_WITH(stream.wait(eager, std::chrono::seconds(1)), Catch::Contains("cudaErrorStreamCaptureIsolation"));
   stream.record(captured);
   CHECK(stream.may_wait(captured));  // recorded in this capture: an edge of the graph
   (void)stream.end_capture();
   CHECK(stream.may_wait(eager));
   CHECK_FALSE(stream.may_wait(captured));  // last recorded in a capture: not usable outside it
+  CHECK_THROWS_WITH(stream.wait(captured, std::chrono::seconds(1)), Catch::Contains("cudaErrorCapturedEvent"));
   const TwinDevice device(0);
   CHECK_THROWS_WITH(device.query(&captured, "test", 0), Catch::Contains("cudaErrorCapturedEvent"));
   stream.record(captured);  // an eager record makes it an ordinary event again

@@ -176,7 +176,8 @@ class Stream {
   // During capture (see may_wait), a wait on this capture's own record adds nothing.
   void wait(const Event& event, std::chrono::milliseconds bound) {
     if (!may_wait(event)) {
-      throw std::logic_error("dependency created on uncaptured work in another stream (cudaErrorStreamCaptureIsolation)");
+      throw std::logic_error(capturing() ? "dependency created on uncaptured work in another stream (cudaErrorStreamCaptureIsolation)"
+                                         : "operation not permitted on an event last recorded in a capturing stream (cudaErrorCapturedEvent)");
     }
     if (capturing()) return;
     const std::uint64_t point = event.last_mark();
