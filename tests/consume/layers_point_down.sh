@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every header's quoted includes must point down DESIGN.md's layer order: a folder may include only
+# Every header's quoted includes must point down docs/architecture.md's layer order: a folder may include only
 # itself and the folders listed for it below. A new dependency between layers is a design decision,
 # so it has to be made here, on purpose, rather than slipping in with an #include.
 # Usage: layers_point_down.sh <source root>

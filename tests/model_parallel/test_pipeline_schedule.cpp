@@ -1,6 +1,6 @@
 // Pipeline schedules as data, checked on paper (no threads): warmup counts, peak in-flight
 // microbatches, bubbles, interleaving and zero bubble against the published figures
-// (parallelism.md section 3), sends paired with receives in a deadlock-free order, bad requests.
+// (docs/pipeline.md, docs/references.md), sends paired with receives in a deadlock-free order, bad requests.
 #include <catch2/catch.hpp>
 
 #include <chorus/parallel/pipeline_communication.hpp>

@@ -25,7 +25,7 @@ namespace {
 constexpr SamplerOptions kInOrder{false, 0, false};
 constexpr SamplerOptions kInOrderDropLast{false, 0, true};
 
-// PyTorch's __iter__ with shuffle=False, step by step (parallelism.md 1.2).
+// PyTorch's __iter__ with shuffle=False, step by step (torch/utils/data/distributed.py, DistributedSampler).
 Indices torch_indices(std::size_t n, std::size_t w, std::size_t rank, bool drop_last) {
   const std::size_t num_samples = drop_last && n % w != 0 ? (n - w + w - 1) / w  // ceil((N - W) / W), N >= W
                                                           : (n + w - 1) / w;

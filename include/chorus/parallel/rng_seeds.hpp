@@ -1,6 +1,6 @@
 // Per-rank random seeds as Megatron-LM derives them (megatron/training/initialize.py
-// `_set_random_seed`, megatron/core/tensor_parallel/random.py `model_parallel_cuda_manual_seed`;
-// reference/parallelism.md §2). A pure function of the base seed and the rank's mesh coordinates:
+// `_set_random_seed`, megatron/core/tensor_parallel/random.py `model_parallel_cuda_manual_seed`; see
+// docs/references.md). A pure function of the base seed and the rank's mesh coordinates:
 //
 //   seed            = base + 100 pp_rank   (+ 10 dp_rank only with data_parallel_random_init)
 //   default_seed    = seed                 Megatron's default CUDA RNG state: the same on every
