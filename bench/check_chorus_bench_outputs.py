@@ -1,6 +1,8 @@
 # chorus-bench's additions, end to end (run by bench/meson.build): --predict's columns and its
 # per-machine calibration cache with its version key, --csv and --svg agreeing with the table, and
-# the table left exactly nccl-tests' shape when none of them is given.
+# the table left exactly nccl-tests' shape when none of them is given; and the rule that counts a sample's
+# calls (bench/sample_timing.hpp): -n exact, without it chosen by --min-time and at least 20, shown in two
+# more columns and in the JSON.
 import csv, json, os, re, subprocess, sys, tempfile, xml.dom.minidom
 
 tool = sys.argv[1]
@@ -50,6 +52,39 @@ with tempfile.TemporaryDirectory() as tmp:
     # A damaged cache is measured over, not an error.
     open(cache, 'w').write('{not json')
     assert 'measured now' in run('--predict', env=env).stdout
+
+    # -n is exact: the JSON says so row by row, and the table keeps nccl-tests' shape (above).
+    out_json = os.path.join(tmp, 'n.json')
+    untimed = ['--ranks', '2', '-b', '1K', '-e', '64K', '-f', '4', '-w', '1']  # common without -n
+    doc_run = subprocess.run([tool] + untimed[:-2] + ['-n', '3', '-w', '2', '-J', out_json], capture_output=True,
+                             text=True, env=env)
+    assert doc_run.returncode == 0, doc_run.stderr
+    doc = json.load(open(out_json))
+    assert doc['iters'] == 3 and doc['warmup'] == 2 and doc['min_time_s'] is None, doc
+    assert all(r[p]['iters'] == 3 and r[p]['warmup'] == 2 for r in doc['rows'] for p in ('out_of_place', 'in_place'))
+    assert 'warmup iters: 2 iters: 3 ' in doc_run.stdout, doc_run.stdout
+    # Without -n (common's -n 2 left out): a tiny --min-time gives the least, 20 calls; the warm-up makes at
+    # least -w; the table has two more columns, the counts, matching the JSON.
+    for min_time, least in (('1us', 20), ('2ms', 21)):
+        done = subprocess.run([tool] + untimed[:2] + ['-b', '8'] + untimed[4:] + ['--min-time', min_time, '-J', out_json],
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        doc = json.load(open(out_json))
+        assert doc['iters'] is None and doc['warmup'] == 1, doc
+        assert 'iters: auto' in done.stdout and 'timed calls' in done.stdout, done.stdout
+        rows = data_rows(done.stdout)
+        assert len(rows) == len(doc['rows']) == 7 and all(len(r) == 15 for r in rows), done.stdout
+        for r, j in zip(rows, doc['rows']):
+            assert [int(r[13]), int(r[14])] == [j['out_of_place']['iters'], j['in_place']['iters']], (r, j)
+            assert all(j[p]['warmup'] >= 1 for p in ('out_of_place', 'in_place')), j
+        made = [j[p]['iters'] for j in doc['rows'] for p in ('out_of_place', 'in_place')]
+        if least == 20:
+            assert made == [20] * 14, made
+        else:
+            # 2 ms of 8-byte calls on two threads: more than 20 (a call takes a microsecond or less).
+            assert doc['rows'][0]['out_of_place']['iters'] >= least, made
+    done = subprocess.run([tool, '--min-time', '0'], capture_output=True, text=True)
+    assert done.returncode == 2 and '--min-time expects a positive time' in done.stderr, done.stderr
 
     # --csv and --svg (and -J) from one run agree with the table.
     out_csv, out_svg, out_json = (os.path.join(tmp, 'out.' + ext) for ext in ('csv', 'svg', 'json'))
