@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@ struct RunInfo {
   int ranks = 0;
   sample_timing::Rule timing;
   int check_iters = 0;
+  int repeats = 1;  // samples per row (chorus-bench --repeats)
 };
 
 inline nlohmann::json to_json(const bench::Result& result) {
@@ -55,6 +57,7 @@ inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row
   doc["min_time_s"] = info.timing.by_time() ? nlohmann::json(info.timing.min_time) : nlohmann::json(nullptr);
   doc["warmup"] = info.timing.warmup;
   doc["check_iters"] = info.check_iters;
+  doc["repeats"] = info.repeats;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const bench::Row& row = rows[i];
     doc["rows"].push_back({{"size", row.bytes},
@@ -67,8 +70,19 @@ inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row
     if (i < counts.size()) {
       const char* placements[2] = {"out_of_place", "in_place"};
       for (int p = 0; p < 2; ++p) {
-        doc["rows"].back()[placements[p]]["warmup"] = counts[i].warmup[p];
-        doc["rows"].back()[placements[p]]["iters"] = counts[i].iters[p];
+        nlohmann::json& at = doc["rows"].back()[placements[p]];
+        at["warmup"] = counts[i].warmup[p];
+        at["iters"] = counts[i].iters[p];
+        const std::vector<double>& seconds = counts[i].samples_seconds[p];
+        if (seconds.size() > 1) {  // chorus-bench --repeats: every sample, and the spread
+          nlohmann::json us = nlohmann::json::array();
+          for (double t : seconds) us.push_back(t * 1e6);
+          at["samples_us"] = us;
+          at["samples_iters"] = counts[i].samples_iters[p];
+          at["min_us"] = *std::min_element(seconds.begin(), seconds.end()) * 1e6;
+          at["max_us"] = *std::max_element(seconds.begin(), seconds.end()) * 1e6;
+          at["spread"] = counts[i].spread(p);
+        }
       }
     }
     if (i < predicted.size() && predicted[i]) {

@@ -83,6 +83,27 @@ with tempfile.TemporaryDirectory() as tmp:
         else:
             # 2 ms of 8-byte calls on two threads: more than 20 (a call takes a microsecond or less).
             assert doc['rows'][0]['out_of_place']['iters'] >= least, made
+    # --repeats: every sample in the JSON, the row's time the nearest-rank median of them, their max/min in two
+    # more columns (after the counts' columns when the counts are chosen by time).
+    for timing, columns in ((['-n', '3'], 15), (['--min-time', '1us'], 17)):
+        done = subprocess.run([tool] + untimed + timing + ['--repeats', '3', '-J', out_json], capture_output=True,
+                              text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        doc = json.load(open(out_json))
+        assert doc['repeats'] == 3 and 'repeats: 3 (median' in done.stdout, done.stdout
+        rows = data_rows(done.stdout)
+        assert len(rows) == len(doc['rows']) and all(len(r) == columns for r in rows), done.stdout
+        for r, j in zip(rows, doc['rows']):
+            for p, cell in (('out_of_place', r[-2]), ('in_place', r[-1])):
+                at = j[p]
+                assert len(at['samples_us']) == 3 and at['time_us'] == sorted(at['samples_us'])[1], at
+                assert at['min_us'] == min(at['samples_us']) and at['max_us'] == max(at['samples_us']), at
+                assert abs(at['spread'] - at['max_us'] / at['min_us']) < 1e-9 and cell == '%.2f' % at['spread'], (at, r)
+                assert at['samples_iters'] == ([3] * 3 if timing[0] == '-n' else [20] * 3), at
+                assert at['iters'] == at['samples_iters'][at['samples_us'].index(at['time_us'])], at
+    for bad in (['--min-time', '0'], ['--repeats', '0']):
+        done = subprocess.run([tool] + bad, capture_output=True, text=True)
+        assert done.returncode == 2 and 'chorus-bench: error: ' in done.stderr, (bad, done.stderr)
     done = subprocess.run([tool, '--min-time', '0'], capture_output=True, text=True)
     assert done.returncode == 2 and '--min-time expects a positive time' in done.stderr, done.stderr
 

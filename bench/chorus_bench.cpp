@@ -60,6 +60,7 @@ struct Config {
   int ranks = 4;
   bench::SweepSpec sweep;
   sample_timing::Rule timing;
+  int repeats = 1;  // samples per row; the median is reported, max/min beside it
   int check_iters = 1;
   std::vector<DataType> types;
   std::vector<ReduceOp> ops;
@@ -130,28 +131,38 @@ double agree_max(Comm& comm, double x) {
   return slowest;
 }
 
-// One placement of one row on one rank: warm up, time, then check `check_iters` times. Rank 0
-// writes the counts the sample made (every rank made the same).
+// Every --repeats sample of one placement: each rank's time per sample, the wrong values (in the first),
+// and the counts each sample made (written by rank 0; every rank made the same).
+struct Samples {
+  std::vector<RankTimes> times;
+  std::vector<int> warmup, iters;
+  Samples(int repeats, int ranks) : times(static_cast<std::size_t>(repeats), RankTimes(ranks)), warmup(repeats), iters(repeats) {}
+};
+
+// One placement of one row on one rank: `--repeats` samples (each warmed up and timed), then check
+// `check_iters` times.
 template <class T, class Comm>
 void measure(Comm& comm, const Config& config, const bench::Check<T>& check, Placement<T> at,
-             std::size_t count, ReduceOp op, int root, RankTimes& out, int& warmup, int& iters) {
+             std::size_t count, ReduceOp op, int root, Samples& out) {
   const int rank = comm.rank();
   const auto call = [&] {
     bench::call_collective(comm, config.collective, at.send, at.recv, count, op, root, config.algorithm);
   };
   check.fill_input(rank, at.send);
-  const sample_timing::Sample sample =
-      sample_timing::time_calls(comm, config.timing, call, [&](double x) { return agree_max(comm, x); });
-  out.seconds[rank] = sample.seconds;
-  if (rank == 0) {
-    warmup = sample.warmup;
-    iters = sample.iters;
+  for (std::size_t r = 0; r < out.times.size(); ++r) {
+    const sample_timing::Sample sample =
+        sample_timing::time_calls(comm, config.timing, call, [&](double x) { return agree_max(comm, x); });
+    out.times[r].seconds[rank] = sample.seconds;
+    if (rank == 0) {
+      out.warmup[r] = sample.warmup;
+      out.iters[r] = sample.iters;
+    }
   }
   for (int i = 0; i < config.check_iters; ++i) {
     poison(at.memory, at.memory_count);
     check.fill_input(rank, at.send);
     call();
-    out.wrong[rank] += check.count_wrong(rank, at.recv);
+    out.times[0].wrong[rank] += check.count_wrong(rank, at.recv);
   }
 }
 
@@ -161,30 +172,42 @@ bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_byt
   const int n = backend.ranks();
   const bench::Shape shape = bench::shape_of(config.collective, sweep_bytes, sizeof(T), n);
   const bench::Check<T> check(config.collective, op, n, root, shape.count);
-  RankTimes out_of_place(n), in_place(n);
+  Samples out_of_place(config.repeats, n), in_place(config.repeats, n);
   backend.run([&](auto& comm) {
     {
       std::vector<T> send(shape.input_count), recv(shape.output_count);
       const Placement<T> apart{send.data(), recv.data(), recv.data(), recv.size()};
-      measure(comm, config, check, apart, shape.count, op, root, out_of_place, counts.warmup[0], counts.iters[0]);
+      measure(comm, config, check, apart, shape.count, op, root, out_of_place);
     }  // freed before the in-place buffer is allocated: peak memory stays at two buffers per rank
     const chorus::InPlaceBuffer layout = chorus::in_place_buffer(config.collective, comm.rank(), n, shape.count);
     std::vector<T> buffer(layout.buffer_count);
     const Placement<T> shared{buffer.data() + layout.send_offset, buffer.data() + layout.recv_offset, buffer.data(),
                               buffer.size()};
-    measure(comm, config, check, shared, shape.count, op, root, in_place, counts.warmup[1], counts.iters[1]);
+    measure(comm, config, check, shared, shape.count, op, root, in_place);
   });
-  backend.merge(out_of_place);
-  backend.merge(in_place);
+  for (Samples* samples : {&out_of_place, &in_place}) {
+    for (RankTimes& times : samples->times) backend.merge(times);
+  }
 
-  const auto combine = [&](const RankTimes& times) {
-    const double slowest = *std::max_element(times.seconds.begin(), times.seconds.end());
+  // Each sample's figure is its slowest rank's; the row reports the nearest-rank median sample (as
+  // bench/chorus-compare does: a measured sample, never an average) and keeps every sample's.
+  const auto combine = [&](const Samples& samples, int placement) {
+    std::vector<double> slowest;
+    for (const RankTimes& times : samples.times) slowest.push_back(*std::max_element(times.seconds.begin(), times.seconds.end()));
+    std::vector<std::size_t> order(slowest.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return slowest[a] < slowest[b]; });
+    const std::size_t median = order[(order.size() + 1) / 2 - 1];
+    counts.warmup[placement] = samples.warmup[median];
+    counts.iters[placement] = samples.iters[median];
+    counts.samples_seconds[placement] = slowest;
+    counts.samples_iters[placement] = samples.iters;
     std::optional<std::size_t> wrong;
     if (config.check_iters > 0) {
       wrong = 0;
-      for (std::uint64_t w : times.wrong) *wrong += static_cast<std::size_t>(w);
+      for (std::uint64_t w : samples.times[0].wrong) *wrong += static_cast<std::size_t>(w);
     }
-    return bench::make_result(config.collective, n, shape.bytes, slowest, wrong);
+    return bench::make_result(config.collective, n, shape.bytes, slowest[median], wrong);
   };
   bench::Row row;
   row.bytes = shape.bytes;
@@ -192,8 +215,8 @@ bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_byt
   row.type = bench::nccl_name(chorus::data_type_v<T>);
   row.redop = chorus::traits(config.collective).reduces ? chorus::to_string(op) : "none";
   row.root = chorus::traits(config.collective).rooted ? root : -1;
-  row.out_of_place = combine(out_of_place);
-  row.in_place = combine(in_place);
+  row.out_of_place = combine(out_of_place, 0);
+  row.in_place = combine(in_place, 1);
   return row;
 }
 
@@ -211,14 +234,17 @@ void print_preamble(const Config& config, const std::string& backend, int ranks,
   } else {
     std::printf(" step: %zu(bytes)", config.sweep.step_bytes);
   }
-  std::printf(" %s validation: %d sizes: %zu\n", sample_timing::describe(config.timing).c_str(), config.check_iters,
+  std::printf(" %s validation: %d sizes: %zu", sample_timing::describe(config.timing).c_str(), config.check_iters,
               sizes.size());
+  if (config.repeats > 1) std::printf(" repeats: %d (median; max/min in the last columns)", config.repeats);
+  std::printf("\n");
   std::printf("#\n# Using devices\n");
   for (const std::string& line : devices) std::printf("#  %s\n", line.c_str());
   if (!model_line.empty()) std::printf("#\n# %s\n", model_line.c_str());
   std::string header = bench::table_header();
   if (config.predict) header = bench_outputs::header_with_prediction(header);
   if (config.timing.by_time()) header = sample_timing::header_with_calls(header);
+  if (config.repeats > 1) header = sample_timing::header_with_spread(header);
   std::printf("#\n%s", header.c_str());
   std::fflush(stdout);
 }
@@ -228,7 +254,8 @@ using Predictions = bench_json::Predictions;
 void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows,
                 const Predictions& predicted, const std::vector<sample_timing::Counts>& counts) {
   const bench_json::RunInfo info{"chorus-bench", CHORUS_VERSION, backend, chorus::to_string(config.collective),
-                                 chorus::to_string(config.algorithm), ranks, config.timing, config.check_iters};
+                                 chorus::to_string(config.algorithm), ranks, config.timing, config.check_iters,
+                                 config.repeats};
   bench_json::write(config.json_path, bench_json::document(info, rows, predicted, counts));
 }
 
@@ -287,6 +314,7 @@ int run(const Config& config, Backend& backend, const std::string& name,
             std::string line = bench::format_row(rows.back());
             if (predicted.back()) line = bench_outputs::row_with_prediction(line, *predicted.back());
             if (config.timing.by_time()) line = sample_timing::row_with_calls(line, counts.back());
+            if (config.repeats > 1) line = sample_timing::row_with_spread(line, counts.back());
             std::fputs(line.c_str(), stdout);
             std::fflush(stdout);
           }
@@ -396,6 +424,11 @@ int main(int argc, char** argv) {
   app.add_option("--collective", collective_text, std::string("collective: ") + bench::kCollectiveChoices)
       ->capture_default_str();
   app.add_option("--backend", backend, std::string("backend: ") + kBackendChoices)->capture_default_str();
+  app.add_option("--repeats", config.repeats,
+                 "samples per row (each warmed up and timed); the median is reported, its spread (max/min) in two more "
+                 "columns and every sample in -J")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("-J,--json", config.json_path, "also write the results as JSON to this file");
   app.add_option("--csv", config.csv_path, "also write the results as CSV to this file");
   app.add_option("--svg", config.svg_path, "also draw busbw against size as SVG into this file");

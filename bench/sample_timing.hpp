@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <chorus/bench/table.hpp>
 #include <chorus/bench/timing.hpp>
@@ -114,20 +115,30 @@ Sample time_calls(Comm& comm, const Rule& rule, Fn&& call, AgreeMax&& agree_max)
   return out;
 }
 
-// The counts each row's samples made, out of place and in place (tables, JSON).
+// The counts each row's samples made, out of place and in place (tables, JSON): the reported sample's,
+// and with several samples (chorus-bench --repeats) every sample's time (the slowest rank's) and count.
 struct Counts {
   int warmup[2] = {0, 0};
   int iters[2] = {0, 0};
+  std::vector<double> samples_seconds[2];
+  std::vector<int> samples_iters[2];
+  double spread(int placement) const {
+    const auto& s = samples_seconds[placement];
+    if (s.empty()) return 1.0;
+    const auto [low, high] = std::minmax_element(s.begin(), s.end());
+    return *low > 0 ? *high / *low : 1.0;
+  }
 };
 
 inline constexpr int kCallsWidth = 9;
+inline constexpr int kSpreadWidth = 7;
 
-// The table's header with "timed calls  oop  ip" appended, for runs whose counts were chosen by time.
-inline std::string header_with_calls(const std::string& header) {
+// A three-line table header with two columns appended: a group title over "oop" and "ip".
+inline std::string header_with_pair(const std::string& header, const char* title, int width) {
   using chorus::bench::detail::printf_string;
-  const std::string cells[3] = {printf_string("  %*s", 2 * kCallsWidth + 2, "timed calls"),
-                                printf_string("  %*s  %*s", kCallsWidth, "oop", kCallsWidth, "ip"),
-                                printf_string("  %*s  %*s", kCallsWidth, "", kCallsWidth, "")};
+  const std::string cells[3] = {printf_string("  %*s", 2 * width + 2, title),
+                                printf_string("  %*s  %*s", width, "oop", width, "ip"),
+                                printf_string("  %*s  %*s", width, "", width, "")};
   std::string out;
   std::size_t start = 0;
   for (int line = 0; line < 3; ++line) {
@@ -142,6 +153,22 @@ inline std::string header_with_calls(const std::string& header) {
     start = end + 1;
   }
   return out;
+}
+
+// The table's header with "timed calls  oop  ip" appended, for runs whose counts were chosen by time.
+inline std::string header_with_calls(const std::string& header) {
+  return header_with_pair(header, "timed calls", kCallsWidth);
+}
+
+// ... with "max/min  oop  ip" appended, for chorus-bench --repeats.
+inline std::string header_with_spread(const std::string& header) {
+  return header_with_pair(header, "max/min", kSpreadWidth);
+}
+
+inline std::string row_with_spread(std::string row, const Counts& counts) {
+  if (!row.empty() && row.back() == '\n') row.pop_back();
+  return row + chorus::bench::detail::printf_string("  %*.2f  %*.2f\n", kSpreadWidth, counts.spread(0), kSpreadWidth,
+                                                    counts.spread(1));
 }
 
 // A formatted row (ending in '\n') with the two timed-call counts appended.
