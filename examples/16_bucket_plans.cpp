@@ -4,7 +4,7 @@
 // travel alone while the small tensors around it keep filling one bucket; PyTorch's rule adds a tensor and
 // closes the bucket once it reaches the cap. For each model this prints, per rule, how many all-reduces a
 // step issues, how many of them carry almost nothing, and how far the buckets of several tensors go past
-// the cap. Exits non-zero if chorus's rule breaks its promise: no bucket of several tensors over its cap,
+// the cap, and the device memory DeviceGradientReducer holds for each. Exits non-zero if chorus's rule breaks its promise: no bucket of several tensors over its cap,
 // and no two neighbouring buckets of small tensors that would fit the cap together.
 #include <chorus/parallel/bucket_plan.hpp>
 
@@ -114,6 +114,19 @@ int main() {
     }
   }
   std::printf("(tiny: buckets of at most 0.05 MiB; shared: buckets of several tensors, their size over the "
-              "25 MiB cap)\n");
+              "25 MiB cap)\n\n");
+  // What DeviceGradientReducer allocates for these plans: every bucket in its wire type, rounded up to 256 B.
+  std::printf("%-30s %14s %22s %22s\n", "model", "parameters", "device buckets, fp32", "with fp16/bf16 wire");
+  for (const Model& model : models) {
+    const std::vector<TensorSpec> tensors = parameters(model);
+    std::size_t count = 0, wide = 0, narrow = 0;
+    for (const Bucket& b : chorus::parallel::plan_buckets(tensors, chorus_rule).buckets) {
+      count += b.count;
+      wide += (b.count * 4 + 255) / 256 * 256;
+      narrow += (b.count * 2 + 255) / 256 * 256;
+    }
+    std::printf("%-30s %14zu %17.2f GiB %17.2f GiB\n", model.name.c_str(), count,
+                static_cast<double>(wide) / (1 << 30), static_cast<double>(narrow) / (1 << 30));
+  }
   return ok ? 0 : 1;
 }

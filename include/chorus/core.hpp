@@ -10,6 +10,7 @@
 #include "core/data_type.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/floating_copy.hpp"
 #include "core/half.hpp"
 #include "core/log.hpp"
 #include "core/reduce_op.hpp"

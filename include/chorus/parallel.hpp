@@ -4,8 +4,9 @@
 // sequence parallelism, vocab-parallel cross-entropy, per-rank RNG seeds) and pipeline
 // parallelism (schedules as data, their simulator, and an executor). Needs no GPU toolchain and
 // no MPI. What copies or computes with the CPU takes host-memory communicators only
-// (require_host_memory, core/memory_space.hpp); MeshComms, the sampler, average_parameters and
-// LocalSgd never touch the buffers and take any.
+// (require_host_memory, core/memory_space.hpp); DeviceGradientReducer is the data-parallel reducer for
+// device communicators (gradients in GPU memory, a comm stream); MeshComms, the sampler,
+// average_parameters and LocalSgd never touch the buffers and take any.
 #pragma once
 
 #include "parallel/mesh.hpp"
@@ -14,8 +15,8 @@
 #include "parallel/param_view.hpp"
 #include "parallel/broadcast_parameters.hpp"
 #include "parallel/bucket_plan.hpp"
-#include "parallel/floating_copy.hpp"
 #include "parallel/gradient_reducer.hpp"
+#include "parallel/device_gradient_reducer.hpp"
 #include "parallel/distributed_sampler.hpp"
 #include "parallel/linear_scaling_lr.hpp"
 #include "parallel/local_sgd.hpp"

@@ -40,7 +40,7 @@
 #include "../core/reduce_op.hpp"
 #include "broadcast_parameters.hpp"
 #include "bucket_plan.hpp"
-#include "floating_copy.hpp"
+#include "../core/floating_copy.hpp"
 #include "param_view.hpp"
 
 namespace chorus::parallel {
@@ -57,47 +57,85 @@ struct ReducerOptions {
   bool verify_shapes = true;   // collective check at construction that every rank has the same tensors
 };
 
+namespace detail {
+
+// The type a bucket of `grad` elements travels as.
+inline DataType wire_type_for(DataType grad, GradientCompression compression) {
+  const bool wide = grad == DataType::float32 || grad == DataType::float64;
+  if (wide && compression == GradientCompression::fp16) return DataType::float16;
+  if (wide && compression == GradientCompression::bf16) return DataType::bfloat16;
+  return grad;
+}
+
+// Checks the gradients (floating point, no two sharing data), indexes them by data pointer into `by_data`
+// and plans their buckets: what the host and the device reducers both do at construction.
+template <class Comm>
+BucketPlan plan_gradients(const Comm& comm, const std::vector<ParamView>& grads, const ReducerOptions& options,
+                          std::unordered_map<const void*, std::size_t>& by_data, const char* call) {
+  check_not_empty(comm, call);
+  check_views(comm, grads, call);
+  std::vector<TensorSpec> specs;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const ParamView& g = grads[i];
+    if (!is_floating(g.type)) {
+      throw make_error(ErrorCode::invalid_argument, call, comm.rank(), "tensor ", i, " '", g.name, "' is ",
+                       to_string(g.type), "; gradients must be floating point");
+    }
+    if (g.data != nullptr && g.count > 0 && !by_data.emplace(g.data, i).second) {
+      throw make_error(ErrorCode::invalid_argument, call, comm.rank(), "tensors ", by_data[g.data], " and ", i,
+                       " share their data");
+    }
+    specs.push_back(TensorSpec{g.type, g.count});
+  }
+  return plan_buckets(specs, options.buckets, options.ready_order);
+}
+
+// The registration index of `grad`: by its data pointer, or by name for an empty tensor.
+inline std::size_t gradient_index(const std::vector<ParamView>& grads,
+                                  const std::unordered_map<const void*, std::size_t>& by_data, const ParamView& grad,
+                                  const char* call, int rank) {
+  if (grad.data != nullptr) {
+    auto found = by_data.find(grad.data);
+    if (found != by_data.end()) return found->second;
+  }
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].count == 0 && grad.count == 0 && grads[i].name == grad.name) return i;
+  }
+  throw make_error(ErrorCode::invalid_argument, call, rank, "tensor '", grad.name, "' is not one of the reducer's ",
+                   grads.size(), " gradients");
+}
+
+// Turns a reducer's sync off for its lifetime (PyTorch's `with ddp.no_sync():`), then restores it.
+template <class Reducer>
+class NoSyncGuard {
+ public:
+  explicit NoSyncGuard(Reducer& reducer) : reducer_(reducer), was_(reducer.sync_enabled()) { reducer_.set_sync(false); }
+  ~NoSyncGuard() { reducer_.set_sync(was_); }
+  NoSyncGuard(const NoSyncGuard&) = delete;
+  NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+ private:
+  Reducer& reducer_;
+  bool was_;
+};
+
+}  // namespace detail
+
 template <class Comm>
 class GradientReducer {
   static_assert(is_communicator_v<Comm>, "chorus::parallel::GradientReducer needs a chorus communicator");
   static_assert(require_host_memory<Comm>());  // its buckets are host vectors, filled and read by the CPU
 
  public:
-  // Turns sync off for its lifetime (PyTorch's `with ddp.no_sync():`), then restores it.
-  class NoSync {
-   public:
-    explicit NoSync(GradientReducer& reducer) : reducer_(reducer), was_(reducer.sync_) { reducer_.sync_ = false; }
-    ~NoSync() { reducer_.sync_ = was_; }
-    NoSync(const NoSync&) = delete;
-    NoSync& operator=(const NoSync&) = delete;
-
-   private:
-    GradientReducer& reducer_;
-    bool was_;
-  };
+  using NoSync = detail::NoSyncGuard<GradientReducer>;
 
   // Collective when options.verify_shapes: every rank constructs its reducer together.
   GradientReducer(Comm& comm, std::vector<ParamView> grads, ReducerOptions options = {})
       : comm_(comm), grads_(std::move(grads)), options_(std::move(options)) {
-    detail::check_not_empty(comm_, "parallel::GradientReducer");
-    detail::check_views(comm_, grads_, "parallel::GradientReducer");
-    std::vector<TensorSpec> specs;
-    for (std::size_t i = 0; i < grads_.size(); ++i) {
-      const ParamView& g = grads_[i];
-      if (!is_floating(g.type)) {
-        throw make_error(ErrorCode::invalid_argument, "parallel::GradientReducer", comm_.rank(), "tensor ", i, " '",
-                         g.name, "' is ", to_string(g.type), "; gradients must be floating point");
-      }
-      if (g.data != nullptr && g.count > 0 && !by_data_.emplace(g.data, i).second) {
-        throw make_error(ErrorCode::invalid_argument, "parallel::GradientReducer", comm_.rank(), "tensors ",
-                         by_data_[g.data], " and ", i, " share their data");
-      }
-      specs.push_back(TensorSpec{g.type, g.count});
-    }
-    plan_ = plan_buckets(specs, options_.buckets, options_.ready_order);
+    plan_ = detail::plan_gradients(comm_, grads_, options_, by_data_, "parallel::GradientReducer");
     if (options_.verify_shapes) verify_parameter_shapes(comm_, grads_);
     for (const Bucket& b : plan_.buckets) {
-      wire_types_.push_back(wire_type_for(b.type));
+      wire_types_.push_back(detail::wire_type_for(b.type, options_.compression));
       buffers_.emplace_back(b.count * size_of(wire_types_.back()));
     }
     marked_.assign(grads_.size(), 0);
@@ -184,23 +222,8 @@ class GradientReducer {
   }
 
  private:
-  DataType wire_type_for(DataType grad) const {
-    const bool wide = grad == DataType::float32 || grad == DataType::float64;
-    if (wide && options_.compression == GradientCompression::fp16) return DataType::float16;
-    if (wide && options_.compression == GradientCompression::bf16) return DataType::bfloat16;
-    return grad;
-  }
-
   std::size_t index_of(const ParamView& grad) const {
-    if (grad.data != nullptr) {
-      auto found = by_data_.find(grad.data);
-      if (found != by_data_.end()) return found->second;
-    }
-    for (std::size_t i = 0; i < grads_.size(); ++i) {
-      if (grads_[i].count == 0 && grad.count == 0 && grads_[i].name == grad.name) return i;
-    }
-    throw make_error(ErrorCode::invalid_argument, "parallel::GradientReducer::mark_ready", comm_.rank(), "tensor '",
-                     grad.name, "' is not one of the reducer's ", grads_.size(), " gradients");
+    return detail::gradient_index(grads_, by_data_, grad, "parallel::GradientReducer::mark_ready", comm_.rank());
   }
 
   void reduce_bucket(std::size_t b) {

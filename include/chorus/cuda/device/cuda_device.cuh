@@ -15,7 +15,9 @@
 
 #include "../../core/data_type.hpp"
 #include "../../core/error.hpp"
+#include "../../core/floating_copy.hpp"
 #include "../collective_kernel.cuh"
+#include "../floating_copy_kernel.cuh"
 #include "../ipc_record.hpp"
 #include "../launch.cuh"
 #include "../runtime_check.hpp"
@@ -136,6 +138,15 @@ class CudaDevice {
     cudaEvent_t event = nullptr;
     check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), call, rank, "cudaEventCreate");
     return event;
+  }
+  // The small elementwise kernel the device gradient reducer enqueues (parallel/device_gradient_reducer.hpp):
+  // n floating elements src -> dst, divided by `divisor`, on `stream` (floating_copy_kernel.cuh).
+  void copy_floating(const void* src, DataType src_type, void* dst, DataType dst_type, std::size_t n, double divisor,
+                     Stream stream, const char* call, int rank) const {
+    if (n == 0) return;
+    select(call, rank);
+    launch_floating_copy(src, src_type, dst, dst_type, n, divisor, stream);
+    check_cuda(cudaGetLastError(), call, rank, "floating_copy_kernel launch");
   }
   void destroy_event(Event event) const noexcept {
     if (event != nullptr) cudaEventDestroy(event);

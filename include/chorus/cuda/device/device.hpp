@@ -19,7 +19,8 @@
 //              it lives, host waits are allowed during a global or thread-local capture)
 //   kernels    collective_entry<T>(), transfer_entry<T>() and ensure_fits (the co-residency check), launch_collective<T> and
 //              launch_transfer<T>: one cooperative launch of LaunchShape (kernel/launch_args.hpp), which
-//              returns at once; the kernel runs when the stream reaches it
+//              returns at once; the kernel runs when the stream reaches it; copy_floating(src, type, dst,
+//              type, n, divisor, stream): the small elementwise kernel of parallel::DeviceGradientReducer
 //   CurrentGuard  restores the caller's current device at scope exit
 #pragma once
 

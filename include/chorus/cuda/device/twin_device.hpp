@@ -24,6 +24,7 @@
 #include "../../core/data_type.hpp"
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
+#include "../../core/floating_copy.hpp"
 #include "../kernel/bounded_wait.hpp"
 #include "../kernel/collective.hpp"
 #include "../kernel/launch_args.hpp"
@@ -105,6 +106,13 @@ class TwinDevice {
       throw make_error(ErrorCode::timeout, call, rank, "twin device ", ordinal_, " did not drain its default stream");
     }
     raise(done.failure(), call, rank);
+  }
+
+  // The small elementwise kernel the device gradient reducer enqueues (parallel/device_gradient_reducer.hpp):
+  // n floating elements src -> dst, divided by `divisor`, when `stream` gets there. The same loop as the host's.
+  void copy_floating(const void* src, DataType src_type, void* dst, DataType dst_type, std::size_t n, double divisor,
+                     Stream stream, const char*, int) const {
+    of(stream).enqueue([=] { chorus::copy_floating(src, src_type, dst, dst_type, n, divisor); });
   }
 
   // Events and streams with CUDA's semantics.
