@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include <chorus/core/config.hpp>
 #include <chorus/bench.hpp>
 #include <chorus/bootstrap/launch_env.hpp>
 #include <chorus/host.hpp>
@@ -223,7 +224,7 @@ bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_byt
 // `devices`: one line per rank, from the backend.
 void print_preamble(const Config& config, const std::string& backend, int ranks, const std::vector<std::string>& devices,
                     const std::vector<std::size_t>& sizes, const std::string& model_line) {
-  std::printf("# chorus-bench %s: %s on %s\n", CHORUS_VERSION, chorus::to_string(config.collective), backend.c_str());
+  std::printf("# chorus-bench %s: %s on %s\n", CHORUS_VERSION_STRING, chorus::to_string(config.collective), backend.c_str());
   std::printf("# ranks %d", ranks);
   if (config.collective == Collective::all_reduce || config.algorithm != chorus::Algorithm::automatic) {
     std::printf(" algorithm %s", chorus::to_string(config.algorithm));
@@ -253,7 +254,7 @@ using Predictions = bench_json::Predictions;
 
 void write_json(const Config& config, const std::string& backend, int ranks, const std::vector<bench::Row>& rows,
                 const Predictions& predicted, const std::vector<sample_timing::Counts>& counts) {
-  const bench_json::RunInfo info{"chorus-bench", CHORUS_VERSION, backend, chorus::to_string(config.collective),
+  const bench_json::RunInfo info{"chorus-bench", CHORUS_VERSION_STRING, backend, chorus::to_string(config.collective),
                                  chorus::to_string(config.algorithm), ranks, config.timing, config.check_iters,
                                  config.repeats};
   bench_json::write(config.json_path, bench_json::document(info, rows, predicted, counts));
@@ -358,7 +359,7 @@ int run_on(const std::string& backend, const Config& config, bool ranks_given) {
         throw usage_error(std::string(config.predict ? "--predict" : "--automatic model") +
                           " needs at least 2 ranks (one rank sends no messages to time)");
       }
-      const host_calibration::Calibration c = host_calibration::calibrate(config.ranks, CHORUS_VERSION);
+      const host_calibration::Calibration c = host_calibration::calibrate(config.ranks, CHORUS_VERSION_STRING);
       fabric = chorus::model::uniform_fabric(config.ranks, c.fit.alpha_us, c.fit.beta_GBps);
       model_line = chorus::detail::concat(config.predict ? "predicted" : "automatic", ": cost model on the host calibration alpha ", c.fit.alpha_us,
                                           " us beta ", c.fit.beta_GBps, " GB/s (",

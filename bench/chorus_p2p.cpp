@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <chorus/core/config.hpp>
 #include <chorus/bench/cpu_list.hpp>
 #include <chorus/bench/numa_nodes.hpp>
 #include <chorus/bench/sizes.hpp>
@@ -25,9 +26,6 @@
 #include "p2p_matrix.hpp"
 #include "p2p_matrix_json.hpp"
 
-#ifndef CHORUS_VERSION
-#define CHORUS_VERSION "unknown"
-#endif
 
 namespace {
 
@@ -60,7 +58,7 @@ std::vector<int> chosen_cpus(bool given, const std::string& text) {
 
 int main(int argc, char** argv) {
   CLI::App app{"chorus-p2p: bandwidth and latency between every pair of CPUs (docs/p2p.md)"};
-  app.set_version_flag("--version", CHORUS_VERSION);
+  app.set_version_flag("--version", CHORUS_VERSION_STRING);
   std::string cpus_text, via = "raw", copy = "read", size_text = "32M", json_path;
   p2p::Settings settings;
   const CLI::Option* cpus_option = app.add_option("--cpus", cpus_text, "CPUs to measure, e.g. 0-3,8 (default: every CPU this process may use)");
@@ -127,7 +125,7 @@ int main(int argc, char** argv) {
 
     std::printf("# chorus-p2p %s: via %s, %s, %zu bytes x %d copies per sample, median of %d samples; "
                 "latency over %d round trips per sample\n",
-                CHORUS_VERSION, via.c_str(),
+                CHORUS_VERSION_STRING, via.c_str(),
                 settings.write ? "write (the source CPU copies into the destination's buffer)"
                                : "read (the destination CPU copies from the source's buffer)",
                 settings.bytes, settings.iters, settings.repeats, settings.latency_iters);
@@ -144,7 +142,7 @@ int main(int argc, char** argv) {
 
     if (!json_path.empty()) {
       nlohmann::json doc = {{"tool", "chorus-p2p"},
-                            {"version", CHORUS_VERSION},
+                            {"version", CHORUS_VERSION_STRING},
                             {"via", via},
                             {"copy", copy},
                             {"bytes", settings.bytes},

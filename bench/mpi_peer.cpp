@@ -13,6 +13,7 @@
 // except for reduce_scatter, where MPI leaves the result at the start of the buffer, and there it is
 // checked. avg is not offered: MPI has no average.
 // Exit status: 0 every value right, 1 some #wrong > 0, 2 usage or runtime error.
+#include <chorus/core/config.hpp>
 #include <chorus/mpi/mpi_header.hpp>
 
 #include <CLI/CLI.hpp>
@@ -219,7 +220,7 @@ int run(const Config& config) {
                          : config.collective == Collective::reduce         ? "MPI_Reduce"
                                                                            : "MPI_Alltoall";
   if (rank == 0) {
-    std::printf("# chorus-mpi-peer %s: %s through %s (%s)\n", CHORUS_VERSION, chorus::to_string(config.collective),
+    std::printf("# chorus-mpi-peer %s: %s through %s (%s)\n", CHORUS_VERSION_STRING, chorus::to_string(config.collective),
                 function, library.c_str());
     const std::string header = bench::table_header();
     std::printf("# ranks %d minBytes %zu maxBytes %zu %s validation: %d sizes: %zu\n#\n%s", ranks,
@@ -246,7 +247,7 @@ int run(const Config& config) {
   if (rank == 0) {
     std::fputs(bench::table_footer(rows).c_str(), stdout);
     if (!config.json_path.empty()) {
-      const bench_json::RunInfo info{"chorus-mpi-peer", CHORUS_VERSION, "mpi-peer",
+      const bench_json::RunInfo info{"chorus-mpi-peer", CHORUS_VERSION_STRING, "mpi-peer",
                                      chorus::to_string(config.collective), "mpi", ranks, config.timing,
                                      config.check_iters};
       nlohmann::json doc = bench_json::document(info, rows, {}, counts);

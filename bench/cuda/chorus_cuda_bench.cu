@@ -11,6 +11,7 @@
 //   chorus-cuda-bench [-c all_reduce|broadcast|reduce|all_gather|reduce_scatter|all_to_all|sendrecv|all]
 //                     [--ranks N | --gpus] [-b 8] [-e 256M] [-f 4] [-n 50] [-w 5] [-J out.json]
 // Needs a GPU: exits 77 (skipped) without one.
+#include <chorus/core/config.hpp>
 #include <chorus/bench/bandwidth.hpp>
 #include <chorus/bench/sizes.hpp>
 #include <chorus/cuda.hpp>
@@ -29,9 +30,6 @@
 #include <string>
 #include <vector>
 
-#ifndef CHORUS_VERSION
-#define CHORUS_VERSION "unknown"
-#endif
 
 using chorus::Collective;
 using chorus::ReduceOp;
@@ -206,7 +204,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", iterations, "timed iterations (the median is printed)")->check(CLI::PositiveNumber);
   app.add_option("-w,--warmup_iters", warmup, "untimed iterations first")->check(CLI::NonNegativeNumber);
   app.add_option("-J,--json", json_path, "also write the rows and the measured crossovers as JSON to this file");
-  app.set_version_flag("--version", CHORUS_VERSION);
+  app.set_version_flag("--version", CHORUS_VERSION_STRING);
   CLI11_PARSE(app, argc, argv);
   std::size_t min_bytes = 0, max_bytes = 0;
   try {
@@ -291,7 +289,7 @@ int main(int argc, char** argv) {
     cudaFree(setup.out[static_cast<std::size_t>(r)]);
   }
   if (!json_path.empty()) {
-    nlohmann::json doc = {{"tool", "chorus-cuda-bench"}, {"version", CHORUS_VERSION}, {"backend", "cuda"}, {"collective", collective},
+    nlohmann::json doc = {{"tool", "chorus-cuda-bench"}, {"version", CHORUS_VERSION_STRING}, {"backend", "cuda"}, {"collective", collective},
                           {"ranks", n}, {"gpus", gpus}, {"iters", iterations}, {"warmup", warmup}, {"type", "float"}, {"rows", rows}};
     nlohmann::json fitted = nlohmann::json::array();
     for (const chorus::cuda::CrossoverFit& fit : fits) {

@@ -37,9 +37,17 @@
 #define CHORUS_HAS_MPI 0
 #endif
 
+// The version, in one place for the headers (meson.build's project version must match: tests/core/test_version).
+// CHORUS_VERSION is one integer for comparisons (major*10000 + minor*100 + patch: 0.1.0 is 100);
+// CHORUS_VERSION_STRING is "major.minor.patch", what the tools print.
 #define CHORUS_VERSION_MAJOR 0
 #define CHORUS_VERSION_MINOR 1
 #define CHORUS_VERSION_PATCH 0
+#define CHORUS_VERSION (CHORUS_VERSION_MAJOR * 10000 + CHORUS_VERSION_MINOR * 100 + CHORUS_VERSION_PATCH)
+#define CHORUS_STRINGIZE_(x) #x
+#define CHORUS_STRINGIZE(x) CHORUS_STRINGIZE_(x)
+#define CHORUS_VERSION_STRING \
+  CHORUS_STRINGIZE(CHORUS_VERSION_MAJOR) "." CHORUS_STRINGIZE(CHORUS_VERSION_MINOR) "." CHORUS_STRINGIZE(CHORUS_VERSION_PATCH)
 
 // Header-only (the default) or compiled mode, as fmt, spdlog and Asio offer. Header-only: every
 // function is defined in the headers (`inline`) and compiled again in each translation unit that
