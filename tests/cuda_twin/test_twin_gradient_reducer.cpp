@@ -9,6 +9,7 @@
 #include <chorus/parallel/device_gradient_reducer.hpp>
 
 #include "support/scoped_env.hpp"
+#include "support/twin_gate.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -53,35 +54,8 @@ Team gpus(int n) {
   return Team(devices, small());
 }
 
-// Blocks a stream until released (a kernel still computing).
-class Gate {
- public:
-  explicit Gate(Stream& stream) {
-    stream.enqueue([this] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      open_.wait_for(lock, std::chrono::seconds(60), [&] { return released_; });
-    });
-  }
-  void release() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      released_ = true;
-    }
-    open_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable open_;
-  bool released_ = false;
-};
-
-// Waits until `stream` has run everything enqueued so far; false after 30 s.
-bool drained(Stream& stream) {
-  chorus::cuda::twin::Event done;
-  stream.record(done);
-  return done.wait_reached(done.last_mark(), std::chrono::steady_clock::now() + std::chrono::seconds(30));
-}
+using support::drained;
+using support::Gate;
 
 // One thread per rank runs body(rank, comm); what each rank found wrong comes back as text (Catch asserts
 // only on the main thread). A thrown Error is recorded as "threw: <what>".

@@ -8,6 +8,7 @@
 
 #include "support/sanitizers.hpp"
 #include "support/scoped_env.hpp"
+#include "support/twin_gate.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -81,28 +82,7 @@ struct Buffers {
   }
 };
 
-// A stream held busy until release(): work enqueued behind it has not run.
-class Gate {
- public:
-  explicit Gate(Stream& stream) {
-    stream.enqueue([this] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      open_.wait_for(lock, std::chrono::seconds(60), [&] { return released_; });
-    });
-  }
-  void release() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      released_ = true;
-    }
-    open_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable open_;
-  bool released_ = false;
-};
+using support::Gate;  // a stream held busy until release(): work enqueued behind it has not run
 
 TEST_CASE("a call returns before its kernel runs; the result is there after synchronize()") {
   Stream stream;
@@ -200,11 +180,7 @@ TEST_CASE("abort() releases kernels that wait for a rank that never comes, and t
 }
 
 // Waits until `stream` has run everything enqueued so far (cudaStreamSynchronize).
-void drain(Stream& stream) {
-  chorus::cuda::twin::Event done;
-  stream.record(done);
-  REQUIRE(done.wait_reached(done.last_mark(), Clock::now() + std::chrono::seconds(30)));
-}
+void drain(Stream& stream) { REQUIRE(support::drained(stream)); }
 
 TEST_CASE("an event may be destroyed while its record is still queued, as cudaEventDestroy allows") {
   Stream stream, other;
