@@ -76,61 +76,59 @@ CHORUS_FUNC std::optional<int> parse_small_int(const std::string& word) {
 }
 
 enum class Extra { cpu_affinity, numa_affinity, gpu_numa_id };
-}  // namespace detail
 
-CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text) {
+// The input's lines, terminal colour codes removed.
+CHORUS_FUNC std::vector<std::string> nvsmi_lines(std::string_view text) {
   std::vector<std::string> lines;
   for (std::size_t start = 0; start <= text.size();) {
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
-    lines.push_back(detail::strip_terminal_codes(text.substr(start, end - start)));
+    lines.push_back(strip_terminal_codes(text.substr(start, end - start)));
     start = end + 1;
   }
-  // The header is the first line whose first word is GPU0 (rows come after it).
-  std::size_t header = lines.size();
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const auto words = detail::split_words(lines[i]);
-    if (!words.empty() && words[0] == "GPU0") {
-      header = i;
-      break;
-    }
-  }
-  if (header == lines.size()) {
-    throw detail::nvsmi_error(0, "no header line starting with GPU0; expected the output of `nvidia-smi topo -m`");
-  }
-  const int header_line = static_cast<int>(header) + 1;
-  const auto head = detail::split_words(lines[header]);
-  if (head.size() > 1 && parse_smi_token(head[1])) {
-    throw detail::nvsmi_error(header_line, "found the GPU0 row before any header line (GPU0 GPU1 ...)");
-  }
+  return lines;
+}
 
-  NvsmiMatrix m;
-  std::vector<detail::Extra> extras;
+// The header is the first line whose first word is GPU0 (rows come after it); its index.
+CHORUS_FUNC std::size_t nvsmi_header(const std::vector<std::string>& lines) {
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto words = split_words(lines[i]);
+    if (words.empty() || words[0] != "GPU0") continue;
+    if (words.size() > 1 && parse_smi_token(words[1])) {
+      throw nvsmi_error(static_cast<int>(i) + 1, "found the GPU0 row before any header line (GPU0 GPU1 ...)");
+    }
+    return i;
+  }
+  throw nvsmi_error(0, "no header line starting with GPU0; expected the output of `nvidia-smi topo -m`");
+}
+
+// The header's device columns (GPUs, then NICs) into m.labels and m.gpus; returns the affinity columns after them.
+CHORUS_FUNC std::vector<Extra> read_nvsmi_header(const std::vector<std::string>& head, int header_line, NvsmiMatrix& m) {
   std::size_t w = 0;
   for (; w < head.size(); ++w) {
     const std::string& word = head[w];
     if (word == "CPU" || word == "NUMA" || (word == "GPU" && w + 1 < head.size() && head[w + 1] == "NUMA")) break;
     int index = 0;
-    if (detail::is_gpu_label(word, index)) {
+    if (is_gpu_label(word, index)) {
       if (!m.labels.empty() && m.gpus != static_cast<int>(m.labels.size())) {
-        throw detail::nvsmi_error(header_line, "GPU column " + word + " comes after a NIC column");
+        throw nvsmi_error(header_line, "GPU column " + word + " comes after a NIC column");
       }
       if (index != m.gpus) {
-        throw detail::nvsmi_error(
-            header_line, chorus::detail::concat("expected column GPU", m.gpus, ", found ", detail::excerpt(word)));
+        throw nvsmi_error(header_line, chorus::detail::concat("expected column GPU", m.gpus, ", found ", excerpt(word)));
       }
       ++m.gpus;
     } else if (!is_nic_name(word)) {
-      throw detail::nvsmi_error(header_line, "'" + detail::excerpt(word) + "' is not a device name");
+      throw nvsmi_error(header_line, "'" + excerpt(word) + "' is not a device name");
     }
     for (const std::string& seen : m.labels) {
-      if (seen == word) throw detail::nvsmi_error(header_line, "column " + detail::excerpt(word) + " appears twice");
+      if (seen == word) throw nvsmi_error(header_line, "column " + excerpt(word) + " appears twice");
     }
     m.labels.push_back(word);
     if (static_cast<int>(m.labels.size()) > kMaxNvsmiDevices) {
-      throw detail::nvsmi_error(header_line, chorus::detail::concat("more than ", kMaxNvsmiDevices, " devices"));
+      throw nvsmi_error(header_line, chorus::detail::concat("more than ", kMaxNvsmiDevices, " devices"));
     }
   }
+  std::vector<Extra> extras;
   while (w < head.size()) {
     const auto phrase = [&](std::initializer_list<const char*> words) {
       std::size_t k = 0;
@@ -142,20 +140,134 @@ CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text) {
       return true;
     };
     if (phrase({"CPU", "Affinity"})) {
-      extras.push_back(detail::Extra::cpu_affinity);
+      extras.push_back(Extra::cpu_affinity);
       m.has_cpu_affinity = true;
     } else if (phrase({"NUMA", "Affinity"})) {
-      extras.push_back(detail::Extra::numa_affinity);
+      extras.push_back(Extra::numa_affinity);
       m.has_numa_affinity = true;
     } else if (phrase({"GPU", "NUMA", "ID"})) {
-      extras.push_back(detail::Extra::gpu_numa_id);
+      extras.push_back(Extra::gpu_numa_id);
     } else {
-      throw detail::nvsmi_error(header_line, "unknown column heading '" + detail::excerpt(head[w]) +
-                                                 "'; expected CPU Affinity, NUMA Affinity or GPU NUMA ID");
+      throw nvsmi_error(header_line, "unknown column heading '" + excerpt(head[w]) +
+                                         "'; expected CPU Affinity, NUMA Affinity or GPU NUMA ID");
     }
   }
-  if (m.gpus == 0) throw detail::nvsmi_error(header_line, "the header names no GPU columns");
+  if (m.gpus == 0) throw nvsmi_error(header_line, "the header names no GPU columns");
+  return extras;
+}
 
+// Row `row`'s matrix cells (words[1..d]), each checked: a known token, X exactly on the diagonal, no NVLink to a NIC.
+CHORUS_FUNC void read_nvsmi_cells(NvsmiMatrix& m, const std::vector<std::string>& words, int row, int line) {
+  const int d = m.devices();
+  if (static_cast<int>(words.size()) < 1 + d) {
+    throw nvsmi_error(line, chorus::detail::concat("row ", words[0], " has ", words.size() - 1, " entries, the header has ",
+                                                   d, " device columns"));
+  }
+  for (int col = 0; col < d; ++col) {
+    const std::string& cell = words[1 + col];
+    const auto token = parse_smi_token(cell);
+    if (!token) {
+      throw nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": '" + excerpt(cell) +
+                                  "' is not one of X, NV<n>, PIX, PXB, PHB, NODE, SYS, SOC");
+    }
+    if ((token->cls == SmiClass::self) != (col == row)) {
+      throw nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": " +
+                                  (col == row ? "expected X on the diagonal, found " + excerpt(cell)
+                                              : std::string("X off the diagonal")));
+    }
+    if (token->cls == SmiClass::nvlink && (row >= m.gpus || col >= m.gpus)) {
+      throw nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": " + cell +
+                                  " joins a NIC, but NICs have no NVLink");
+    }
+    m.cells[row][col] = token;
+  }
+}
+
+// Row `row`'s affinity columns after its cells (GPU rows only).
+CHORUS_FUNC void read_nvsmi_extras(NvsmiMatrix& m, const std::vector<std::string>& words, int row, int line,
+                                   const std::vector<Extra>& extras) {
+  const auto d = static_cast<std::size_t>(m.devices());
+  const std::size_t values = words.size() - 1 - d;
+  if (row >= m.gpus && values > 0) {
+    throw nvsmi_error(line, chorus::detail::concat("row ", words[0], " has ", words.size() - 1, " entries, the header has ",
+                                                   d, " device columns"));
+  }
+  if (values > extras.size()) {
+    throw nvsmi_error(line, chorus::detail::concat("row ", words[0], " has ", words.size() - 1, " entries, the header has ",
+                                                   d, " device columns and ", extras.size(), " affinity column(s)"));
+  }
+  for (std::size_t k = 0; k < values; ++k) {
+    const std::string& value = words[1 + d + k];
+    if (value == "N/A") continue;
+    if (extras[k] == Extra::cpu_affinity) {
+      if (!parse_cpulist(value)) {
+        throw nvsmi_error(line, "row " + words[0] + ": CPU Affinity '" + excerpt(value) +
+                                    "' is not a CPU list like 0-19,40-59 (a matrix cell too many?)");
+      }
+      m.cpu_affinity[row] = value;
+    } else if (extras[k] == Extra::numa_affinity) {
+      // The kernel's list spelling, as for CPUs.
+      const auto nodes = parse_cpulist(value);
+      if (!nodes) {
+        throw nvsmi_error(line, "row " + words[0] + ": NUMA Affinity '" + excerpt(value) +
+                                    "' is not a NUMA node list like 0 or 0,5-11");
+      }
+      const auto lowest = std::find(nodes->begin(), nodes->end(), true);
+      if (lowest == nodes->end()) continue;
+      m.numa_affinity_list[row] = value;
+      m.numa_affinity[row] = static_cast<int>(lowest - nodes->begin());
+    } else {
+      const auto number = parse_small_int(value);
+      if (!number) throw nvsmi_error(line, "row " + words[0] + ": GPU NUMA ID '" + excerpt(value) + "' is not a number");
+      m.gpu_numa_id[row] = *number;
+    }
+  }
+}
+
+// Every GPU needs its row; the error names the line where the missing one should have been.
+CHORUS_FUNC void check_every_gpu_row(const NvsmiMatrix& m, int header_line, const std::vector<std::string>& lines) {
+  for (int k = 0; k < m.gpus; ++k) {
+    if (m.row_line[k] != 0) continue;
+    // The first row after GPU k-1's.
+    const int after = k == 0 ? header_line : m.row_line[k - 1];
+    int found = -1;
+    for (int other = 0; other < m.devices(); ++other) {
+      if (m.row_line[other] > after && (found < 0 || m.row_line[other] < m.row_line[found])) found = other;
+    }
+    if (found >= 0) {
+      throw nvsmi_error(m.row_line[found], "expected the row for " + m.labels[k] + ", found the row for " + m.labels[found]);
+    }
+    int last = static_cast<int>(lines.size());
+    while (last > 1 && split_words(lines[static_cast<std::size_t>(last) - 1]).empty()) --last;
+    throw nvsmi_error(last, "the input ends before the row for " + m.labels[k]);
+  }
+}
+
+// Each pair must read the same both ways; a cell no row gave takes its mirror's value.
+CHORUS_FUNC void symmetrise(NvsmiMatrix& m) {
+  for (int a = 0; a < m.devices(); ++a) {
+    for (int b = a + 1; b < m.devices(); ++b) {
+      const auto& ab = m.cells[a][b];
+      const auto& ba = m.cells[b][a];
+      if (ab && ba && *ab != *ba) {
+        throw nvsmi_error(m.row_line[b], chorus::detail::concat(m.labels[b], "/", m.labels[a], " is ", ba->text(), " but ",
+                                                                m.labels[a], "/", m.labels[b], " (line ", m.row_line[a],
+                                                                ") is ", ab->text()));
+      }
+      if (!ab) m.cells[a][b] = ba;
+      if (!ba) m.cells[b][a] = ab;
+    }
+  }
+}
+
+}  // namespace detail
+
+CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text) {
+  const std::vector<std::string> lines = detail::nvsmi_lines(text);
+  const std::size_t header = detail::nvsmi_header(lines);
+  const int header_line = static_cast<int>(header) + 1;
+  NvsmiMatrix m;
+  const std::vector<detail::Extra> extras = detail::read_nvsmi_header(detail::split_words(lines[header]), header_line, m);
   const int d = static_cast<int>(m.labels.size());
   m.names = m.labels;
   m.cells.assign(d, std::vector<std::optional<SmiToken>>(d));
@@ -179,9 +291,7 @@ CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text) {
       const std::string label = words[0].substr(0, words[0].size() - 1);
       const bool taken = std::find(m.names.begin(), m.names.end(), words[1]) != m.names.end();
       for (int k = m.gpus; k < d; ++k) {
-        if (m.labels[k] == label && !taken && is_nic_name(words[1])) {
-          m.names[k] = words[1];
-        }
+        if (m.labels[k] == label && !taken && is_nic_name(words[1])) m.names[k] = words[1];
       }
       continue;
     }
@@ -195,99 +305,11 @@ CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text) {
                                                              m.row_line[row], ")"));
     }
     m.row_line[row] = line;
-    if (static_cast<int>(words.size()) < 1 + d) {
-      throw detail::nvsmi_error(line, chorus::detail::concat("row ", words[0], " has ", words.size() - 1,
-                                                             " entries, the header has ", d, " device columns"));
-    }
-    for (int col = 0; col < d; ++col) {
-      const std::string& cell = words[1 + col];
-      const auto token = parse_smi_token(cell);
-      if (!token) {
-        throw detail::nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": '" +
-                                            detail::excerpt(cell) +
-                                            "' is not one of X, NV<n>, PIX, PXB, PHB, NODE, SYS, SOC");
-      }
-      if ((token->cls == SmiClass::self) != (col == row)) {
-        throw detail::nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": " +
-                                            (col == row ? "expected X on the diagonal, found " + detail::excerpt(cell)
-                                                        : std::string("X off the diagonal")));
-      }
-      if (token->cls == SmiClass::nvlink && (row >= m.gpus || col >= m.gpus)) {
-        throw detail::nvsmi_error(line, "row " + words[0] + ", column " + m.labels[col] + ": " + cell +
-                                            " joins a NIC, but NICs have no NVLink");
-      }
-      m.cells[row][col] = token;
-    }
-    const std::size_t values = words.size() - 1 - static_cast<std::size_t>(d);
-    if (row >= m.gpus && values > 0) {
-      throw detail::nvsmi_error(line, chorus::detail::concat("row ", words[0], " has ", words.size() - 1,
-                                                             " entries, the header has ", d, " device columns"));
-    }
-    if (values > extras.size()) {
-      throw detail::nvsmi_error(line, chorus::detail::concat("row ", words[0], " has ", words.size() - 1,
-                                                             " entries, the header has ", d, " device columns and ",
-                                                             extras.size(), " affinity column(s)"));
-    }
-    for (std::size_t k = 0; k < values; ++k) {
-      const std::string& value = words[1 + static_cast<std::size_t>(d) + k];
-      if (value == "N/A") continue;
-      if (extras[k] == detail::Extra::cpu_affinity) {
-        if (!parse_cpulist(value)) {
-          throw detail::nvsmi_error(line, "row " + words[0] + ": CPU Affinity '" + detail::excerpt(value) +
-                                              "' is not a CPU list like 0-19,40-59 (a matrix cell too many?)");
-        }
-        m.cpu_affinity[row] = value;
-      } else if (extras[k] == detail::Extra::numa_affinity) {
-        // The kernel's list spelling, as for CPUs.
-        const auto nodes = parse_cpulist(value);
-        if (!nodes) {
-          throw detail::nvsmi_error(line, "row " + words[0] + ": NUMA Affinity '" + detail::excerpt(value) +
-                                              "' is not a NUMA node list like 0 or 0,5-11");
-        }
-        const auto lowest = std::find(nodes->begin(), nodes->end(), true);
-        if (lowest == nodes->end()) continue;
-        m.numa_affinity_list[row] = value;
-        m.numa_affinity[row] = static_cast<int>(lowest - nodes->begin());
-      } else {
-        const auto number = detail::parse_small_int(value);
-        if (!number) {
-          throw detail::nvsmi_error(line, "row " + words[0] + ": GPU NUMA ID '" + detail::excerpt(value) +
-                                              "' is not a number");
-        }
-        m.gpu_numa_id[row] = *number;
-      }
-    }
+    detail::read_nvsmi_cells(m, words, row, line);
+    detail::read_nvsmi_extras(m, words, row, line, extras);
   }
-  for (int k = 0; k < m.gpus; ++k) {
-    if (m.row_line[k] != 0) continue;
-    // Name the line where the missing row should have been: the first row after GPU k-1's.
-    const int after = k == 0 ? header_line : m.row_line[k - 1];
-    int found = -1;
-    for (int other = 0; other < d; ++other) {
-      if (m.row_line[other] > after && (found < 0 || m.row_line[other] < m.row_line[found])) found = other;
-    }
-    if (found >= 0) {
-      throw detail::nvsmi_error(m.row_line[found], "expected the row for " + m.labels[k] + ", found the row for " +
-                                                       m.labels[found]);
-    }
-    int last = static_cast<int>(lines.size());
-    while (last > 1 && detail::split_words(lines[static_cast<std::size_t>(last) - 1]).empty()) --last;
-    throw detail::nvsmi_error(last, "the input ends before the row for " + m.labels[k]);
-  }
-  // Each pair must read the same both ways.
-  for (int a = 0; a < d; ++a) {
-    for (int b = a + 1; b < d; ++b) {
-      const auto& ab = m.cells[a][b];
-      const auto& ba = m.cells[b][a];
-      if (ab && ba && *ab != *ba) {
-        throw detail::nvsmi_error(m.row_line[b], chorus::detail::concat(
-            m.labels[b], "/", m.labels[a], " is ", ba->text(), " but ", m.labels[a], "/", m.labels[b], " (line ",
-            m.row_line[a], ") is ", ab->text()));
-      }
-      if (!ab) m.cells[a][b] = ba;
-      if (!ba) m.cells[b][a] = ab;
-    }
-  }
+  detail::check_every_gpu_row(m, header_line, lines);
+  detail::symmetrise(m);
   return m;
 }
 
