@@ -438,6 +438,29 @@ TEST_CASE("parse_msccl refuses a dependency on a thread block or step that does 
   check_refused(edit(kAlltoall, kA2aStep1, "deps=\"1\"", "deps=\"-1\""), kA2aStep1Path, "depid=\"0\" with deps=\"-1\"");
 }
 
+TEST_CASE("parse_msccl refuses a step without a depid after nops with dependencies, as the executor does",
+          "[msccl]") {
+  // gpu 0's thread block 1 gets a nop that waits for thread block 0's step 0, before its first cpy.
+  const std::string nop = "      <step s=\"0\" type=\"nop\" srcbuf=\"i\" srcoff=\"-1\" dstbuf=\"o\" dstoff=\"-1\" "
+                          "cnt=\"0\" depid=\"0\" deps=\"0\" hasdep=\"0\"/>\n";
+  const std::string first_cpy = "      <step s=\"0\" type=\"cpy\" srcbuf=\"i\" srcoff=\"0\"";
+  const Edited with_nop = edit(kAlltoall, kA2aTb1, first_cpy, nop + "      <step s=\"1\" type=\"cpy\" srcbuf=\"i\" srcoff=\"0\"");
+  const std::string broken = edit(with_nop.text, kA2aStep1, "<step s=\"1\"", "<step s=\"2\"").text;
+  // The cpy right after the nop has depid="-1": refused, naming the cpy and the nop's line.
+  check_refused(Edited{broken, with_nop.line + 1}, "<step s=\"1\"> in <tb id=\"1\"> of <gpu id=\"0\">",
+                "follows nop steps with dependencies (from line " + std::to_string(with_nop.line) + ") but has depid=\"-1\"");
+  // With a dependency of its own it is accepted, and so is a nop without one.
+  const std::string own = edit(broken, "<step s=\"1\" type=\"cpy\" srcbuf=\"i\"", "depid=\"-1\" deps=\"-1\"", "depid=\"0\" deps=\"1\"").text;
+  const msccl::Program program = parse_msccl(own);
+  const msccl::ThreadBlock& tb = program.gpus.at(0).thread_blocks.at(1);
+  REQUIRE(tb.steps.size() == 3);
+  CHECK(tb.steps[0].type == StepType::nop);
+  CHECK(tb.steps[0].depid == 0);
+  CHECK(tb.steps[1].depid == 0);
+  CHECK(tb.steps[1].deps == 1);
+  CHECK_NOTHROW(parse_msccl(edit(broken, "<step s=\"0\" type=\"nop\"", "depid=\"0\" deps=\"0\"", "depid=\"-1\" deps=\"-1\"").text));
+}
+
 TEST_CASE("parse_msccl refuses an unknown buffer name", "[msccl]") {
   check_refused(edit(kAlltoall, kA2aStep1, "srcbuf=\"s\"", "srcbuf=\"scratch\""), kA2aStep1Path,
                 "unknown buffer srcbuf=\"scratch\" (expected i, o or s)");

@@ -211,8 +211,22 @@ inline ThreadBlock read_thread_block(const XmlElement& element, const Program& p
                                std::to_string(program.nchannels) + "\")";
   tb.chan = at.number("chan", 0, program.nchannels - 1, channels.c_str());
   only_children(element, path, "step");
+  // The executor hangs the dependencies of a run of nops on the step after it, and refuses the file
+  // when that step has no depid of its own (its dependency list would start at the wrong place).
+  int nop_dependency_line = 0;
   for (const XmlElement& child : element.children) {
-    tb.steps.push_back(read_step(child, gpu, tb, static_cast<int>(tb.steps.size())));
+    const Step& step = tb.steps.emplace_back(read_step(child, gpu, tb, static_cast<int>(tb.steps.size())));
+    if (step.type == StepType::nop) {
+      if (step.depid >= 0 && nop_dependency_line == 0) nop_dependency_line = step.line;
+      continue;
+    }
+    if (nop_dependency_line != 0 && step.depid < 0) {
+      fail_at_line(step.line, step_path(gpu.id, tb.id, step.s) + ": follows nop steps with dependencies (from line " +
+                                  std::to_string(nop_dependency_line) +
+                                  ") but has depid=\"-1\": the executor needs the step after such nops to carry a "
+                                  "dependency of its own");
+    }
+    nop_dependency_line = 0;
   }
   return tb;
 }
