@@ -1,13 +1,18 @@
 // chorus's element types and reductions as MPI's, for NativeComm. Eight of the ten types are MPI
 // built-ins. half and bfloat16 are not: they travel as a two-byte contiguous type and reduce through
-// user-defined ops that run chorus's own element loop (core/reduce_op.hpp). avg has no MPI op: the
-// caller sums, then divides (runtime/element_ops.hpp's finish_avg), as NCCL defines it.
+// user-defined ops that run chorus's own element loop (core/reduce_op.hpp). int8 and uint8 sums and
+// products go through chorus's loop too: Open MPI 4.1's AVX reduction component saturates 8-bit sums
+// on its vectorised paths (uint8 200 + 201 gives 255 from 64 elements up), where chorus documents
+// wrap-around. avg has no MPI op: the caller sums, then divides (runtime/element_ops.hpp's
+// finish_avg), as NCCL defines it.
 //
 // The user-defined types and ops are created on first use and freed when MPI finalises (an
 // attribute on MPI_COMM_SELF, whose delete callback MPI runs first thing in MPI_Finalize).
 #pragma once
 
 #include "mpi_header.hpp"
+
+#include <cstdint>
 
 #include "../core/bfloat16.hpp"
 #include "../core/data_type.hpp"
@@ -23,25 +28,36 @@ void reduce_with_chorus(void* in, void* inout, int* length, MPI_Datatype*) {
                 static_cast<std::size_t>(*length));
 }
 
-class TwoByteTypes {
+// The two-byte type and the user-defined ops that run chorus's loop.
+class ChorusOps {
  public:
-  static TwoByteTypes& get() {
-    static TwoByteTypes types;  // thread-safe first use; MPI must be initialised by then
+  static ChorusOps& get() {
+    static ChorusOps types;  // thread-safe first use; MPI must be initialised by then
     return types;
   }
 
-  MPI_Datatype type() const { return type_; }
-  // op must be sum, prod, min or max.
-  MPI_Op op(DataType type, ReduceOp op) const {
-    return ops_[type == DataType::bfloat16 ? 1 : 0][static_cast<int>(op)];
-  }
+  MPI_Datatype two_byte_type() const { return type_; }
+  // type: float16, bfloat16, int8 or uint8; op: sum, prod, min or max.
+  MPI_Op op(DataType type, ReduceOp op) const { return ops_[row(type)][static_cast<int>(op)]; }
 
  private:
-  TwoByteTypes() {
+  static constexpr int kRows = 4;
+  static int row(DataType type) {
+    switch (type) {
+      case DataType::bfloat16: return 1;
+      case DataType::int8: return 2;
+      case DataType::uint8: return 3;
+      default: return 0;
+    }
+  }
+
+  ChorusOps() {
     MPI_Type_contiguous(2, MPI_BYTE, &type_);
     MPI_Type_commit(&type_);
     create<half>(0);
     create<bfloat16>(1);
+    create<std::int8_t>(2);
+    create<std::uint8_t>(3);
     int key = MPI_KEYVAL_INVALID;
     MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &release, &key, nullptr);
     MPI_Comm_set_attr(MPI_COMM_SELF, key, this);
@@ -56,7 +72,7 @@ class TwoByteTypes {
   }
 
   static int release(MPI_Comm, int, void* attribute, void*) {
-    auto* self = static_cast<TwoByteTypes*>(attribute);
+    auto* self = static_cast<ChorusOps*>(attribute);
     for (auto& row : self->ops_) {
       for (int i = 0; i < 4; ++i) MPI_Op_free(&row[i]);
     }
@@ -65,7 +81,7 @@ class TwoByteTypes {
   }
 
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
-  MPI_Op ops_[2][4] = {};
+  MPI_Op ops_[kRows][4] = {};
 };
 
 inline MPI_Datatype to_mpi(DataType type) {
@@ -79,7 +95,7 @@ inline MPI_Datatype to_mpi(DataType type) {
     case DataType::float32: return MPI_FLOAT;
     case DataType::float64: return MPI_DOUBLE;
     case DataType::float16:
-    case DataType::bfloat16: return TwoByteTypes::get().type();
+    case DataType::bfloat16: return ChorusOps::get().two_byte_type();
   }
   return MPI_DATATYPE_NULL;
 }
@@ -87,7 +103,9 @@ inline MPI_Datatype to_mpi(DataType type) {
 // avg maps to sum (the caller divides afterwards).
 inline MPI_Op to_mpi(ReduceOp op, DataType type) {
   const ReduceOp summed = op == ReduceOp::avg ? ReduceOp::sum : op;
-  if (type == DataType::float16 || type == DataType::bfloat16) return TwoByteTypes::get().op(type, summed);
+  if (type == DataType::float16 || type == DataType::bfloat16) return ChorusOps::get().op(type, summed);
+  const bool eight_bit = type == DataType::int8 || type == DataType::uint8;
+  if (eight_bit && (summed == ReduceOp::sum || summed == ReduceOp::prod)) return ChorusOps::get().op(type, summed);
   switch (summed) {
     case ReduceOp::sum: return MPI_SUM;
     case ReduceOp::prod: return MPI_PROD;
