@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds each topology parser's libFuzzer harness with Debian's clang (ASan + UBSan) and runs it
-# for a bounded time over its corpus (tests/fuzz/corpus/<parser>/). Exit status: 0 clean, 1 a
+# Builds each text parser's libFuzzer harness (nvidia-smi topo -m, NCCL's topology XML, MSCCL's algorithm
+# XML) with Debian's clang (ASan + UBSan) and runs it for a bounded time over its corpus (tests/fuzz/corpus/<parser>/). Exit status: 0 clean, 1 a
 # crash or a broken property (the input is kept under the work directory and printed), 77 when
 # clang or libFuzzer is missing (meson counts that as skipped).
 #   usage: tests/fuzz/run.sh [seconds per parser, default 20] [work directory]
@@ -22,7 +22,7 @@ if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned 
 fi
 
 status=0
-for parser in nvsmi nccl_xml; do
+for parser in nvsmi nccl_xml msccl; do
   binary="$work/fuzz_$parser"
   echo "=== fuzz $parser: building with $cxx"
   if ! "$cxx" -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
