@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds each text parser's libFuzzer harness (nvidia-smi topo -m, NCCL's topology XML, MSCCL's algorithm
-# XML) with Debian's clang (ASan + UBSan) and runs it for a bounded time over its corpus (tests/fuzz/corpus/<parser>/). Exit status: 0 clean, 1 a
-# crash or a broken property (the input is kept under the work directory and printed), 77 when
-# clang or libFuzzer is missing (meson counts that as skipped).
+# XML) with Debian's clang (ASan + UBSan) and runs it for a bounded time over its corpus
+# (tests/fuzz/corpus/<parser>/). Exit status: 0 clean, 1 a crash or a broken property (the input is kept
+# under the work directory and printed), 77 when clang or libFuzzer is missing (meson counts that as skipped).
 #   usage: tests/fuzz/run.sh [seconds per parser, default 20] [work directory]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
