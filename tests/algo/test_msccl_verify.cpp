@@ -155,6 +155,33 @@ const std::string kReduceScatter = R"xml(<algo name="rs_two_channels" proto="LL1
   </gpu>
 </algo>)xml";
 
+// An in-place ring all-reduce on n ranks in kRing's pattern: rank r sends chunk r, reduces chunks
+// r-1 .. r-(n-2) on the way (rrs), completes chunk r+1 (rrcs), forwards the finished chunks (rcs) and
+// receives the last one (r).
+std::string ring_allreduce(int n) {
+  auto step = [](int s, const char* type, int chunk) {
+    const std::string off = std::to_string(chunk);
+    return "      <step s=\"" + std::to_string(s) + "\" type=\"" + type + "\" srcbuf=\"i\" srcoff=\"" + off +
+           "\" dstbuf=\"i\" dstoff=\"" + off + "\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>\n";
+  };
+  const std::string chunks = std::to_string(n);
+  std::string xml = "<algo name=\"ring\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"" + chunks + "\" ngpus=\"" +
+                    chunks + "\" coll=\"allreduce\" inplace=\"1\">\n";
+  for (int r = 0; r < n; ++r) {
+    auto chunk = [&](int k) { return ((r - k) % n + n) % n; };
+    xml += "  <gpu id=\"" + std::to_string(r) + "\" i_chunks=\"" + chunks + "\" o_chunks=\"0\" s_chunks=\"0\">\n";
+    xml += "    <tb id=\"0\" send=\"" + std::to_string((r + 1) % n) + "\" recv=\"" + std::to_string(chunk(1)) + "\" chan=\"0\">\n";
+    int s = 0;
+    xml += step(s++, "s", r);
+    for (int k = 1; k <= n - 2; ++k) xml += step(s++, "rrs", chunk(k));
+    xml += step(s++, "rrcs", chunk(n - 1));
+    for (int k = 0; k <= n - 3; ++k) xml += step(s++, "rcs", chunk(k));
+    xml += step(s++, "r", chunk(n - 2));
+    xml += "    </tb>\n  </gpu>\n";
+  }
+  return xml + "</algo>\n";
+}
+
 // `from` replaced by `to` at its first occurrence after `anchor`, which must occur once.
 std::string edit(const std::string& base, const std::string& anchor, const std::string& from, const std::string& to) {
   const std::size_t at_anchor = base.find(anchor);
@@ -231,6 +258,19 @@ TEST_CASE("verify_msccl: a ring needs two buffered messages per connection when 
   const Verification rs = verified(kReduceScatter);
   CHECK(rs.buffering == 1);
   CHECK(rs.connections.size() == 4);  // two ranks, two channels, both directions
+}
+
+TEST_CASE("verify_msccl proves generated in-place ring all-reduces on 2..12 ranks, each needing two messages of buffering",
+          "[msccl]") {
+  for (int n = 2; n <= 12; ++n) {
+    const std::string xml = ring_allreduce(n);
+    const Verification result = verified(xml);
+    INFO("ranks " << n << ": " << result.reason);
+    CHECK(result.ok);
+    CHECK(result.steps == n * (2 * n - 1));
+    CHECK(result.buffering == 2);  // with one, every rank has sent and waits for room to send on
+    CHECK(result.connections.size() == static_cast<std::size_t>(n));
+  }
 }
 
 TEST_CASE("verify_msccl refuses a receive no send matches: deadlock, naming what each stuck step waits for",

@@ -539,6 +539,10 @@ inline std::string shape_problem(const Program& program) {
         const Step& step = tb.steps[s];
         const std::string at = concat("rank ", rank, " thread block ", t, " step ", s);
         if (step.cnt < 0) return at + " has a negative cnt";
+        if (static_cast<unsigned>(step.srcbuf) > static_cast<unsigned>(Buffer::scratch) ||
+            static_cast<unsigned>(step.dstbuf) > static_cast<unsigned>(Buffer::scratch)) {
+          return at + " names a buffer other than i, o, s";
+        }
         if ((sends(step.type) && tb.send < 0) || (receives(step.type) && tb.recv < 0)) {
           return at + " sends or receives in a thread block without that peer";
         }
