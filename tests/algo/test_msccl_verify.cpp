@@ -280,7 +280,7 @@ TEST_CASE("verify_msccl refuses a receive no send matches: deadlock, naming what
   refused(xml, Problem::deadlock,
           {"deadlock: 2 of 8 steps cannot run",
            "rank 0 thread block 0 step 1 (r, line 5) waits for a message from rank 1 on channel 0",
-           "has sent 0 message(s)", "to write chunk(s) s[0]",
+           "(its thread block 0 has finished after sending 0 message(s), none left)", "to write chunk(s) s[0]",
            "rank 0 thread block 1 step 1 (cpy, line 9) waits for rank 0 thread block 0 step 1 (that thread block is "
            "stuck at step 1)"});
 }

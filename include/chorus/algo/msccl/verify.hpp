@@ -479,8 +479,9 @@ class Simulation {
                          " on channel ", connection.chan);
         } else {
           const Block& sender = blocks_[connection.sender_tb];
-          text += concat(" (its thread block ", sender.tb, " has sent ", connection.sent, " message(s) and none waits",
-                         sender.pc >= steps_in(sender) ? ", and is done" : "", ")");
+          text += concat(" (its thread block ", sender.tb,
+                         sender.pc >= steps_in(sender) ? " has finished after sending " : " has sent ", connection.sent,
+                         " message(s), none left)");
         }
         text += concat(", to write chunk(s) ", step.dstoff >= 0 ? chunk_name(step.dstbuf, step.dstoff) : "-");
       } else if (sends(step.type)) {
