@@ -285,6 +285,16 @@ TEST_CASE("verify_msccl refuses a receive no send matches: deadlock, naming what
            "stuck at step 1)"});
 }
 
+TEST_CASE("verify_msccl refuses a receive on a connection nobody sends on", "[msccl]") {
+  // Rank 1 of the all-gather sends on channel 1; rank 0 receives on channel 0.
+  std::string xml = edit(kAllgather, "<algo", "nchannels=\"1\"", "nchannels=\"2\"");
+  xml = edit(xml, "<gpu id=\"1\"", "<tb id=\"0\" send=\"0\" recv=\"-1\" chan=\"0\">", "<tb id=\"0\" send=\"0\" recv=\"-1\" chan=\"1\">");
+  refused(xml, Problem::deadlock,
+          {"rank 0 thread block 1 step 0 (r, line 9) waits for a message from rank 1 on channel 0, but no thread block of "
+           "rank 1 sends to rank 0 on channel 0, to write chunk(s) o[1]",
+           "rank 0 thread block 2 step 1 (nop, line 13) waits for rank 0 thread block 1 step 0"});
+}
+
 TEST_CASE("verify_msccl refuses a dependency cycle and a dependency whose flag is never set", "[msccl]") {
   // Rank 0: thread block 0's send waits for thread block 1's last copy, which waits for thread block 0's receive.
   const std::string flagged = edit(kAlltoall, kA2aGpu0Copy, "hasdep=\"0\"", "hasdep=\"1\"");
@@ -294,7 +304,8 @@ TEST_CASE("verify_msccl refuses a dependency cycle and a dependency whose flag i
            "at step 1)",
            "rank 0 thread block 1 step 1 (cpy, line 9) waits for rank 0 thread block 0 step 1 (that thread block is "
            "stuck at step 0)",
-           "rank 1 thread block 0 step 1 (r, line 15) waits for a message from rank 0 on channel 0"});
+           "rank 1 thread block 0 step 1 (r, line 15) waits for a message from rank 0 on channel 0",
+           "cycle: rank 0 thread block 0 step 0 -> rank 0 thread block 1 step 1 -> rank 0 thread block 0"});
   // The receive the copy waits for no longer flags its completion: the copy waits forever.
   const std::string unflagged = edit(kAlltoall, kA2aGpu0Recv, "hasdep=\"1\"", "hasdep=\"0\"");
   refused(unflagged, Problem::deadlock,

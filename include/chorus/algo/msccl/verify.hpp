@@ -493,7 +493,49 @@ class Simulation {
       }
     }
     if (stuck > listed) text += concat("; and ", stuck - listed, " more stuck thread block(s)");
+    const std::string cycle = wait_cycle();
+    if (!cycle.empty()) text += "; " + cycle;
     return text;
+  }
+
+  // The thread block a stuck one waits for (a dependency, a sender, a full connection's receiver), -1 if none.
+  int waits_for(int g) const {
+    const Block& block = blocks_[g];
+    if (block.pc >= steps_in(block)) return -1;
+    const Step& step = step_of(block);
+    int other = -1;
+    if (step.depid >= 0 && blocks_[first_block_[block.rank] + step.depid].flag < step.deps) {
+      other = first_block_[block.rank] + step.depid;
+    } else if (receives(step.type) && connections_[block.recv].queue.empty()) {
+      other = connections_[block.recv].sender_tb;
+    } else if (sends(step.type)) {
+      other = connections_[block.send].receiver_tb;
+    }
+    return other >= 0 && blocks_[other].pc < steps_in(blocks_[other]) ? other : -1;
+  }
+
+  // A cycle of thread blocks each waiting for the next, if the wait-for graph has one.
+  std::string wait_cycle() const {
+    std::vector<int> state(blocks_.size(), 0);  // 0 unseen, 1 on the current path, 2 finished
+    for (std::size_t start = 0; start < blocks_.size(); ++start) {
+      std::vector<int> path;
+      int g = static_cast<int>(start);
+      while (g >= 0 && state[g] == 0) {
+        state[g] = 1;
+        path.push_back(g);
+        g = waits_for(g);
+      }
+      if (g >= 0 && state[g] == 1) {
+        std::string text = "cycle: ";
+        const auto first = std::find(path.begin(), path.end(), g);
+        for (auto it = first; it != path.end(); ++it) {
+          text += concat("rank ", blocks_[*it].rank, " thread block ", blocks_[*it].tb, " step ", blocks_[*it].pc, " -> ");
+        }
+        return text + concat("rank ", blocks_[g].rank, " thread block ", blocks_[g].tb);
+      }
+      for (int k : path) state[k] = 2;
+    }
+    return {};
   }
 
   const Program& program_;
