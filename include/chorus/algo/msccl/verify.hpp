@@ -635,10 +635,18 @@ inline Verification verify_msccl(const Program& program) {
     return result;
   }
   // The least capacity per connection with which the program still finishes: more room never
-  // stops a run that finished, so a binary search over 1..the eager run's peak finds it.
+  // stops a run that finished, so doubling from 1 and then halving the gap finds it; the eager run's
+  // peak always suffices.
   int peak = 0;
   for (const Connection& connection : eager.connections()) peak = std::max(peak, connection.peak);
   int low = peak == 0 ? 0 : 1, high = peak;
+  for (int capacity = 1; capacity < high; capacity *= 2) {
+    if (Simulation(program, capacity, false).run() == Problem::none) {
+      high = capacity;
+      break;
+    }
+    low = capacity + 1;
+  }
   while (low < high) {
     const int mid = low + (high - low) / 2;
     Simulation bounded(program, mid, false);
