@@ -229,6 +229,14 @@ TEST_CASE("verify_msccl proves the importer's four fixtures", "[msccl]") {
   CHECK(verified(kReduceScatter).steps == 12);
   // msccl-tools' spelling of the reduce-scatter.
   CHECK(verified(edit(kReduceScatter, "<algo", "coll=\"reducescatter\"", "coll=\"reduce_scatter\"")).ok);
+  // In place, the reduce-scatter's o[c] is i[rank*2 + c] and the all-to-all's o is i: both still verify (the
+  // all-to-all's copy into o[1] = i[1] waits for the receive, which comes after the send that reads i[1]).
+  CHECK(verified(edit(kReduceScatter, "<algo", "inplace=\"0\"", "inplace=\"1\"")).ok);
+  CHECK(verified(edit(kAlltoall, "<algo", "inplace=\"0\"", "inplace=\"1\"")).ok);
+  // Without that wait the in-place all-to-all overwrites i[1] before (or while) it is sent.
+  const std::string racy = edit(edit(kAlltoall, "<algo", "inplace=\"0\"", "inplace=\"1\""), kA2aGpu0Copy,
+                                "depid=\"0\" deps=\"1\"", "depid=\"-1\" deps=\"-1\"");
+  refused(racy, Problem::race, {"race on rank 0: "});
   // The all-gather in place: rank r's i[0] is its o[r], so the copy i[0] -> o[r] writes the very chunk the
   // sending thread block reads, unordered: a race that only aliasing creates.
   refused(edit(kAllgather, "<algo", "inplace=\"0\" outofplace=\"1\"", "inplace=\"1\" outofplace=\"0\""),
