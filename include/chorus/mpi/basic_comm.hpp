@@ -13,9 +13,10 @@
 // A communicator is movable, not copyable; like an MPI communicator, one thread uses it at a time
 // (communicators of one family may be used by different threads: MPI_THREAD_MULTIPLE).
 // Construction and split are collective like MPI's and wait inside MPI for every rank; split first
-// checks, bounded, that every rank is making the same call. After a failure MPI may still read or
-// write the failed call's buffers (a peer matched a large message before it was released): keep
-// them alive while the communicator lives, or end the job.
+// checks, bounded, that every rank is making the same call. After a failed Comm collective the caller
+// may free its buffers (the call drains its messages first, bounded: message_transport.hpp); after a
+// failed NativeComm collective, or a failed send/recv, MPI may still read or write them: keep them
+// alive while the communicator lives, or end the job.
 #pragma once
 
 #include "mpi_header.hpp"
@@ -228,7 +229,14 @@ class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
     detail::Endpoint& e = state_->endpoint;
     runtime::CheckedCall checked = runtime::check_collective(args, e.name(), e.size());
     state_->engine.prepare(args, checked, e);  // resolves the pattern; refuses what the engine cannot do
-    e.begin(name, checked.descriptor);
+    try {
+      e.begin(name, checked.descriptor);
+    } catch (const Error&) {
+      // Released as it enters: it has no messages, but the ranks that ran the call wait for it to
+      // end their drain (message_transport.hpp).
+      if (Engine::kDrains) e.drain_barrier();
+      throw;
+    }
     guarded([&] {
       state_->engine.run(args, checked, ops, e);
       e.finish();

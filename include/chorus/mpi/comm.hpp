@@ -32,6 +32,7 @@ namespace detail {
 class ScheduledCollectives {
  public:
   static constexpr const char* kName = "mpi::Comm";
+  static constexpr bool kDrains = true;  // a failed call drains its messages (message_transport.hpp)
 
   void prepare(const runtime::CollectiveArgs& args, runtime::CheckedCall& checked, const Endpoint& endpoint) const {
     checked.descriptor.pattern =
@@ -56,11 +57,20 @@ class ScheduledCollectives {
     MessageTransport transport(endpoint);
     const auto steps = static_cast<std::int32_t>(schedule.steps[static_cast<std::size_t>(endpoint.rank())].size());
     endpoint.recorder().run(steps);
-    runtime::interpret(endpoint.call(), endpoint.rank(), schedule, buffers,
-                       runtime::StepMath{checked.element_size, ops, call.op}, transport,
-                       runtime::RecordSteps{endpoint.recorder()});
-    endpoint.recorder().at_step(steps, -1);  // finishing: waiting for the last acknowledgements
-    transport.finish();
+    try {
+      runtime::interpret(endpoint.call(), endpoint.rank(), schedule, buffers,
+                         runtime::StepMath{checked.element_size, ops, call.op}, transport,
+                         runtime::RecordSteps{endpoint.recorder()});
+      endpoint.recorder().at_step(steps, -1);  // finishing: waiting for the last acknowledgements
+      transport.finish();
+      endpoint.finish();  // the agreement's failure drains too, so every rank that ran the schedule joins the drain
+    } catch (const Error& error) {
+      // Peers first (they stop sending and drain too), then this rank's messages in flight: after
+      // that MPI holds none of the caller's buffers, so the caller may free them (message_transport.hpp).
+      endpoint.fail(error);
+      transport.drain();
+      throw;
+    }
   }
 
  private:

@@ -139,6 +139,19 @@ class Endpoint {
   const CommName& comm_name() const { return comm_name_; }
   // CHORUS_LOG as read when this communicator was created.
   LogLevel log_level() const { return log_level_; }
+  // CHORUS_TIMEOUT_MS as read when the current call started.
+  long timeout_ms() const { return timeout_ms_; }
+
+  // After a failure of mpi::Comm: this rank's part in the consensus that ends the drain
+  // (message_transport.hpp), posted once per communicator on the data channel, which carries no other
+  // collective then. Never freed (MPI does not let a nonblocking collective be), like the channel.
+  MPI_Request* drain_barrier() {
+    if (!drain_posted_) {
+      drain_posted_ = true;
+      if (MPI_Ibarrier(data_, &drain_) != MPI_SUCCESS) drain_ = MPI_REQUEST_NULL;
+    }
+    return &drain_;
+  }
 
   // A failed call's error with this rank's own last calls, dumped under CHORUS_TRACE_DUMP (once).
   Error explained(const Error& error) {
@@ -381,6 +394,8 @@ class Endpoint {
   std::unique_ptr<CallMemory> memory_ = std::make_unique<CallMemory>();
   MPI_Request check_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Request vote_ = MPI_REQUEST_NULL;
+  MPI_Request drain_ = MPI_REQUEST_NULL;
+  bool drain_posted_ = false;
   bool voted_ = true;      // the vote's request has completed
   bool evaluated_ = true;  // and its result has been looked at
 };

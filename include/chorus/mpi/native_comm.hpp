@@ -35,6 +35,7 @@ namespace detail {
 class NativeCollectives {
  public:
   static constexpr const char* kName = "mpi::NativeComm";
+  static constexpr bool kDrains = false;  // its data channel carries MPI's collectives
 
   void prepare(const runtime::CollectiveArgs& args, const runtime::CheckedCall&, const Endpoint& endpoint) const {
     const char* name = traits(args.collective).name;
