@@ -1,5 +1,5 @@
 // A synthetic machine of any size for the ring search's scaling test and its measurement
-// (bench/topo/search_scale.cpp): `gpus` PCIe GPUs, half on each of two sockets, four under each
+// (bench/topo_search_scale.cpp): `gpus` PCIe GPUs, half on each of two sockets, four under each
 // switch. The shape of the issue-7 report (800 PCIe GPUs), grown to the 4096 devices the XML
 // reader accepts.
 #pragma once

@@ -12,8 +12,8 @@
 
 #include <chorus/topo.hpp>
 
-#include "../../tests/topo/fake_sysfs.hpp"
-#include "../../tests/topo/fixtures.hpp"
+#include "fake_sysfs.hpp"
+#include "fixtures.hpp"
 
 using nlohmann::json;
 using namespace chorus::topo;
