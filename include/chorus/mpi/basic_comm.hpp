@@ -232,9 +232,10 @@ class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
     try {
       e.begin(name, checked.descriptor);
     } catch (const Error&) {
-      // Released as it enters: it has no messages, but the ranks that ran the call wait for it to
-      // end their drain (message_transport.hpp).
-      if (Engine::kDrains) e.drain_barrier();
+      // Released as it enters: it sent nothing, but peers that ran the call may have sent to it, and
+      // they wait for it to end their drain (message_transport.hpp). A local refusal (a malformed
+      // knob) leaves the family running: nothing to drain then.
+      if (Engine::kDrains && e.fault()->failed()) detail::MessageTransport(e).drain();
       throw;
     }
     guarded([&] {
