@@ -1,4 +1,4 @@
-// verify_msccl proves the importer's hand-written fixtures (copied from test_msccl_import.cpp: a ring
+// verify_msccl proves the hand-written fixtures the importer reads (msccl_fixtures.hpp: a ring
 // all-reduce, an all-gather, an all-to-all through scratch, a two-channel reduce-scatter) and refuses
 // hand-broken variants of them, one per kind: a receive no send matches, a dependency cycle, a
 // dependency whose flag is never set, message counts that differ, a message nobody receives, a wrong
@@ -6,6 +6,8 @@
 #include <chorus/algo/msccl.hpp>
 
 #include <catch2/catch.hpp>
+
+#include "msccl_fixtures.hpp"
 
 #include <cstddef>
 #include <random>
@@ -21,139 +23,10 @@ using Catch::Matchers::Contains;
 using msccl::Problem;
 using msccl::Verification;
 
-// 4 ranks, one ring on channel 0, in place: reduce-scatter with rrs/rrcs, then all-gather with rcs/r.
-// Rank r sends chunk r first; chunk c is complete on rank c+3 and travels on from there.
-const std::string kRing = R"xml(<algo name="ring_allreduce_4" proto="Simple" nchannels="1" nchunksperloop="4" ngpus="4" coll="allreduce" inplace="1">
-  <gpu id="0" i_chunks="4" o_chunks="0" s_chunks="0">
-    <tb id="0" send="1" recv="3" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="rrs" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="2" type="rrs" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="3" type="rrcs" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="4" type="rcs" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="5" type="rcs" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="6" type="r" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-  </gpu>
-  <gpu id="1" i_chunks="4" o_chunks="0" s_chunks="0">
-    <tb id="0" send="2" recv="0" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="rrs" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="2" type="rrs" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="3" type="rrcs" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="4" type="rcs" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="5" type="rcs" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="6" type="r" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-  </gpu>
-  <gpu id="2" i_chunks="4" o_chunks="0" s_chunks="0">
-    <tb id="0" send="3" recv="1" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="rrs" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="2" type="rrs" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="3" type="rrcs" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="4" type="rcs" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="5" type="rcs" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="6" type="r" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-  </gpu>
-  <gpu id="3" i_chunks="4" o_chunks="0" s_chunks="0">
-    <tb id="0" send="0" recv="2" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="rrs" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="2" type="rrs" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="3" type="rrcs" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="4" type="rcs" srcbuf="i" srcoff="3" dstbuf="i" dstoff="3" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="5" type="rcs" srcbuf="i" srcoff="2" dstbuf="i" dstoff="2" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="6" type="r" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-  </gpu>
-</algo>
-)xml";
-
-// 2 ranks, out of place: each sends its one input chunk, receives the other's, copies its own.
-const std::string kAllgather = R"xml(<?xml version="1.0"?>
-<!-- hand-written: two ranks, one chunk each -->
-<algo name="allgather_pair" proto="LL" nchannels="1" nchunksperloop="2" ngpus="2" coll="allgather" inplace="0" outofplace="1">
-  <gpu id="0" i_chunks="1" o_chunks="2" s_chunks="0">
-    <tb id="0" send="1" recv="-1" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-    <tb id="1" send="-1" recv="1" chan="0">
-      <step s="0" type="r" srcbuf="i" srcoff="0" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="1"/>
-    </tb>
-    <tb id="2" send="-1" recv="-1" chan="0">
-      <step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="1" deps="0" hasdep="0"/>
-    </tb>
-  </gpu>
-  <gpu id="1" i_chunks="1" o_chunks="2" s_chunks="0">
-    <tb id="0" send="0" recv="-1" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-    <tb id="1" send="-1" recv="0" chan="0">
-      <step s="0" type="r" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
-    </tb>
-    <tb id="2" send="-1" recv="-1" chan="0">
-      <step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="1" deps="0" hasdep="0"/>
-    </tb>
-  </gpu>
-</algo>)xml";
-
-// 2 ranks, out of place, through scratch: the peer's chunk lands in s[0] and a second thread block
-// copies it to the output once the receive has flagged (depid/deps/hasdep).
-const std::string kAlltoall = R"xml(<algo name="alltoall_scratch" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="alltoall" inplace="0">
-  <gpu id="0" i_chunks="2" o_chunks="2" s_chunks="1">
-    <tb id="0" send="1" recv="1" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="r" srcbuf="i" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
-    </tb>
-    <tb id="1" send="-1" recv="-1" chan="0">
-      <step s="0" type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="cpy" srcbuf="s" srcoff="0" dstbuf="o" dstoff="1" cnt="1" depid="0" deps="1" hasdep="0"/>
-    </tb>
-  </gpu>
-  <gpu id="1" i_chunks="2" o_chunks="2" s_chunks="1">
-    <tb id="0" send="0" recv="0" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="r" srcbuf="i" srcoff="1" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
-    </tb>
-    <tb id="1" send="-1" recv="-1" chan="0">
-      <step s="0" type="cpy" srcbuf="i" srcoff="1" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="cpy" srcbuf="s" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="0" deps="1" hasdep="0"/>
-    </tb>
-  </gpu>
-</algo>)xml";
-
-// 2 ranks, 2 channels, the executor's spelling "reducescatter": channel 0 reduces on receipt (rrc),
-// channel 1 receives into scratch and reduces locally (r, then re). Rank r keeps i[2r], i[2r+1].
-const std::string kReduceScatter = R"xml(<algo name="rs_two_channels" proto="LL128" nchannels="2" nchunksperloop="4" ngpus="2" coll="reducescatter" inplace="0" minBytes="0" maxBytes="1048576" redop="sum">
-  <gpu id="0" i_chunks="4" o_chunks="2" s_chunks="1">
-    <tb id="0" send="1" recv="1" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="2" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="rrc" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-    <tb id="1" send="1" recv="1" chan="1">
-      <step s="0" type="s" srcbuf="i" srcoff="3" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="cpy" srcbuf="i" srcoff="1" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="2" type="r" srcbuf="i" srcoff="3" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="3" type="re" srcbuf="s" srcoff="0" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-  </gpu>
-  <gpu id="1" i_chunks="4" o_chunks="2" s_chunks="1">
-    <tb id="0" send="0" recv="0" chan="0">
-      <step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="rrc" srcbuf="i" srcoff="2" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-    <tb id="1" send="0" recv="0" chan="1">
-      <step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="1" type="cpy" srcbuf="i" srcoff="3" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="2" type="r" srcbuf="i" srcoff="1" dstbuf="s" dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-      <step s="3" type="re" srcbuf="s" srcoff="0" dstbuf="o" dstoff="1" cnt="1" depid="-1" deps="-1" hasdep="0"/>
-    </tb>
-  </gpu>
-</algo>)xml";
+using msccl_fixtures::kAllgather;
+using msccl_fixtures::kAlltoall;
+using msccl_fixtures::kReduceScatter;
+using msccl_fixtures::kRing;
 
 // An in-place ring all-reduce on n ranks in kRing's pattern: rank r sends chunk r, reduces chunks
 // r-1 .. r-(n-2) on the way (rrs), completes chunk r+1 (rrcs), forwards the finished chunks (rcs) and
