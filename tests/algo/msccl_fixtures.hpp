@@ -1,9 +1,13 @@
 // Hand-written MSCCL XML programs shared by the importer's and the verifier's tests (test_msccl_import.cpp,
 // test_msccl_verify.cpp) and seeded into the fuzz corpus (tests/fuzz/corpus/msccl/): a ring all-reduce, an
 // out-of-place all-gather, an all-to-all through scratch, a reduce-scatter on two channels. Written here for
-// these tests, not copied from msccl-tools.
+// these tests, not copied from msccl-tools; and `edit`, how a test breaks one of them in one place.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
 #include <string>
 
 namespace msccl_fixtures {
@@ -141,5 +145,27 @@ const std::string kReduceScatter = R"xml(<algo name="rs_two_channels" proto="LL1
     </tb>
   </gpu>
 </algo>)xml";
+
+// The 1-based line of `position` in `text`.
+inline int line_at(const std::string& text, std::size_t position) {
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(position), '\n'));
+}
+
+// A fixture with one edit: `from` replaced by `to` at its first occurrence after `anchor` (which must
+// occur once), and the line the edit is on.
+struct Edited {
+  std::string text;
+  int line;
+};
+inline Edited edit(const std::string& base, const std::string& anchor, const std::string& from, const std::string& to) {
+  const std::size_t at_anchor = base.find(anchor);
+  REQUIRE(at_anchor != std::string::npos);
+  REQUIRE(base.find(anchor, at_anchor + 1) == std::string::npos);
+  const std::size_t at = base.find(from, at_anchor);
+  REQUIRE(at != std::string::npos);
+  std::string text = base;
+  text.replace(at, from.size(), to);
+  return {text, line_at(base, at)};
+}
 
 }  // namespace msccl_fixtures

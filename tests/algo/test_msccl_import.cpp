@@ -31,26 +31,9 @@ using msccl_fixtures::kAlltoall;
 using msccl_fixtures::kReduceScatter;
 using msccl_fixtures::kRing;
 
-int line_at(const std::string& text, std::size_t position) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(position), '\n'));
-}
-
-// A fixture with one edit: `from` replaced by `to` at its first occurrence after `anchor` (which must
-// occur once), and the line the edit is on.
-struct Edited {
-  std::string text;
-  int line;
-};
-Edited edit(const std::string& base, const std::string& anchor, const std::string& from, const std::string& to) {
-  const std::size_t at_anchor = base.find(anchor);
-  REQUIRE(at_anchor != std::string::npos);
-  REQUIRE(base.find(anchor, at_anchor + 1) == std::string::npos);
-  const std::size_t at = base.find(from, at_anchor);
-  REQUIRE(at != std::string::npos);
-  std::string text = base;
-  text.replace(at, from.size(), to);
-  return {text, line_at(base, at)};
-}
+using msccl_fixtures::edit;
+using msccl_fixtures::Edited;
+using msccl_fixtures::line_at;
 
 std::string refusal(const std::string& xml, ErrorCode code = ErrorCode::invalid_argument) {
   try {

@@ -56,15 +56,8 @@ std::string ring_allreduce(int n) {
 }
 
 // `from` replaced by `to` at its first occurrence after `anchor`, which must occur once.
-std::string edit(const std::string& base, const std::string& anchor, const std::string& from, const std::string& to) {
-  const std::size_t at_anchor = base.find(anchor);
-  REQUIRE(at_anchor != std::string::npos);
-  REQUIRE(base.find(anchor, at_anchor + 1) == std::string::npos);
-  const std::size_t at = base.find(from, at_anchor);
-  REQUIRE(at != std::string::npos);
-  std::string text = base;
-  text.replace(at, from.size(), to);
-  return text;
+std::string edited(const std::string& base, const std::string& anchor, const std::string& from, const std::string& to) {
+  return msccl_fixtures::edit(base, anchor, from, to).text;
 }
 
 Verification verified(const std::string& xml) { return msccl::verify_msccl(parse_msccl(xml)); }
@@ -101,18 +94,18 @@ TEST_CASE("verify_msccl proves the importer's four fixtures", "[msccl]") {
   CHECK(verified(kAlltoall).steps == 8);
   CHECK(verified(kReduceScatter).steps == 12);
   // msccl-tools' spelling of the reduce-scatter.
-  CHECK(verified(edit(kReduceScatter, "<algo", "coll=\"reducescatter\"", "coll=\"reduce_scatter\"")).ok);
+  CHECK(verified(edited(kReduceScatter, "<algo", "coll=\"reducescatter\"", "coll=\"reduce_scatter\"")).ok);
   // In place, the reduce-scatter's o[c] is i[rank*2 + c] and the all-to-all's o is i: both still verify (the
   // all-to-all's copy into o[1] = i[1] waits for the receive, which comes after the send that reads i[1]).
-  CHECK(verified(edit(kReduceScatter, "<algo", "inplace=\"0\"", "inplace=\"1\"")).ok);
-  CHECK(verified(edit(kAlltoall, "<algo", "inplace=\"0\"", "inplace=\"1\"")).ok);
+  CHECK(verified(edited(kReduceScatter, "<algo", "inplace=\"0\"", "inplace=\"1\"")).ok);
+  CHECK(verified(edited(kAlltoall, "<algo", "inplace=\"0\"", "inplace=\"1\"")).ok);
   // Without that wait the in-place all-to-all overwrites i[1] before (or while) it is sent.
-  const std::string racy = edit(edit(kAlltoall, "<algo", "inplace=\"0\"", "inplace=\"1\""), kA2aGpu0Copy,
+  const std::string racy = edited(edited(kAlltoall, "<algo", "inplace=\"0\"", "inplace=\"1\""), kA2aGpu0Copy,
                                 "depid=\"0\" deps=\"1\"", "depid=\"-1\" deps=\"-1\"");
   refused(racy, Problem::race, {"race on rank 0: "});
   // The all-gather in place: rank r's i[0] is its o[r], so the copy i[0] -> o[r] writes the very chunk the
   // sending thread block reads, unordered: a race that only aliasing creates.
-  refused(edit(kAllgather, "<algo", "inplace=\"0\" outofplace=\"1\"", "inplace=\"1\" outofplace=\"0\""),
+  refused(edited(kAllgather, "<algo", "inplace=\"0\" outofplace=\"1\"", "inplace=\"1\" outofplace=\"0\""),
           Problem::race, {"race on rank 0: ", "thread block 2 step 0 (cpy, line 12) writes o[0]",
                           "rank 0 thread block 0 step 0 (s, line 6) reads i[0] (the same chunk, aliased in place)"});
 }
@@ -157,7 +150,7 @@ TEST_CASE("verify_msccl proves generated in-place ring all-reduces on 2..12 rank
 TEST_CASE("verify_msccl refuses a receive no send matches: deadlock, naming what each stuck step waits for",
           "[msccl]") {
   // Rank 1 no longer sends: rank 0's receive and the copy that waits for it are stuck.
-  const std::string xml = edit(kAlltoall, "<gpu id=\"1\"", "type=\"s\"", "type=\"nop\"");
+  const std::string xml = edited(kAlltoall, "<gpu id=\"1\"", "type=\"s\"", "type=\"nop\"");
   refused(xml, Problem::deadlock,
           {"deadlock: 2 of 8 steps cannot run",
            "rank 0 thread block 0 step 1 (r, line 5) waits for a message from rank 1 on channel 0",
@@ -168,8 +161,8 @@ TEST_CASE("verify_msccl refuses a receive no send matches: deadlock, naming what
 
 TEST_CASE("verify_msccl refuses a receive on a connection nobody sends on", "[msccl]") {
   // Rank 1 of the all-gather sends on channel 1; rank 0 receives on channel 0.
-  std::string xml = edit(kAllgather, "<algo", "nchannels=\"1\"", "nchannels=\"2\"");
-  xml = edit(xml, "<gpu id=\"1\"", "<tb id=\"0\" send=\"0\" recv=\"-1\" chan=\"0\">", "<tb id=\"0\" send=\"0\" recv=\"-1\" chan=\"1\">");
+  std::string xml = edited(kAllgather, "<algo", "nchannels=\"1\"", "nchannels=\"2\"");
+  xml = edited(xml, "<gpu id=\"1\"", "<tb id=\"0\" send=\"0\" recv=\"-1\" chan=\"0\">", "<tb id=\"0\" send=\"0\" recv=\"-1\" chan=\"1\">");
   refused(xml, Problem::deadlock,
           {"rank 0 thread block 1 step 0 (r, line 9) waits for a message from rank 1 on channel 0, but no thread block of "
            "rank 1 sends to rank 0 on channel 0, to write chunk(s) o[1]",
@@ -178,8 +171,8 @@ TEST_CASE("verify_msccl refuses a receive on a connection nobody sends on", "[ms
 
 TEST_CASE("verify_msccl refuses a dependency cycle and a dependency whose flag is never set", "[msccl]") {
   // Rank 0: thread block 0's send waits for thread block 1's last copy, which waits for thread block 0's receive.
-  const std::string flagged = edit(kAlltoall, kA2aGpu0Copy, "hasdep=\"0\"", "hasdep=\"1\"");
-  const std::string cycle = edit(flagged, kA2aGpu0Send, "depid=\"-1\" deps=\"-1\"", "depid=\"1\" deps=\"1\"");
+  const std::string flagged = edited(kAlltoall, kA2aGpu0Copy, "hasdep=\"0\"", "hasdep=\"1\"");
+  const std::string cycle = edited(flagged, kA2aGpu0Send, "depid=\"-1\" deps=\"-1\"", "depid=\"1\" deps=\"1\"");
   refused(cycle, Problem::deadlock,
           {"rank 0 thread block 0 step 0 (s, line 4) waits for rank 0 thread block 1 step 1 (that thread block is stuck "
            "at step 1)",
@@ -188,7 +181,7 @@ TEST_CASE("verify_msccl refuses a dependency cycle and a dependency whose flag i
            "rank 1 thread block 0 step 1 (r, line 15) waits for a message from rank 0 on channel 0",
            "cycle: rank 0 thread block 0 step 0 -> rank 0 thread block 1 step 1 -> rank 0 thread block 0"});
   // The receive the copy waits for no longer flags its completion: the copy waits forever.
-  const std::string unflagged = edit(kAlltoall, kA2aGpu0Recv, "hasdep=\"1\"", "hasdep=\"0\"");
+  const std::string unflagged = edited(kAlltoall, kA2aGpu0Recv, "hasdep=\"1\"", "hasdep=\"0\"");
   refused(unflagged, Problem::deadlock,
           {"deadlock: 1 of 8 steps cannot run",
            "rank 0 thread block 1 step 1 (cpy, line 9) waits for rank 0 thread block 0 step 1, which never flags it "
@@ -197,7 +190,7 @@ TEST_CASE("verify_msccl refuses a dependency cycle and a dependency whose flag i
 
 TEST_CASE("verify_msccl refuses messages whose send and receive counts differ, and messages nobody receives",
           "[msccl]") {
-  const std::string two = edit(kAlltoall, kA2aGpu0Send, "srcoff=\"1\" dstbuf=\"s\" dstoff=\"0\" cnt=\"1\"",
+  const std::string two = edited(kAlltoall, kA2aGpu0Send, "srcoff=\"1\" dstbuf=\"s\" dstoff=\"0\" cnt=\"1\"",
                                "srcoff=\"0\" dstbuf=\"s\" dstoff=\"0\" cnt=\"2\"");
   refused(two, Problem::mismatched_message,
           {"mismatched message: rank 1 thread block 0 step 1 (r, line 15) receives 1 chunk(s) from rank 0 on channel 0",
@@ -205,7 +198,7 @@ TEST_CASE("verify_msccl refuses messages whose send and receive counts differ, a
   // Rank 0 of the all-gather sends its chunk twice; rank 1 receives once.
   const std::string send = "      <step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" "
                            "depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>\n";
-  const std::string twice = edit(kAllgather, "<gpu id=\"0\"", send, send + edit(send, "<step", "s=\"0\"", "s=\"1\""));
+  const std::string twice = edited(kAllgather, "<gpu id=\"0\"", send, send + edited(send, "<step", "s=\"0\"", "s=\"1\""));
   refused(twice, Problem::mismatched_message,
           {"mismatched message: rank 0 thread block 0 step 1 (s, line 7) sends 1 chunk(s) to rank 1 on channel 0 that "
            "no receive takes (1 message(s) left on that connection: 2 sent, 1 received)"});
@@ -214,48 +207,48 @@ TEST_CASE("verify_msccl refuses messages whose send and receive counts differ, a
 TEST_CASE("verify_msccl refuses a wrong result, naming the rank, the chunk, what it holds and who wrote it",
           "[msccl]") {
   // Rank 0 sends its i[0] instead of i[1]: rank 1's o[0] gets the wrong chunk.
-  const std::string offset = edit(kAlltoall, kA2aGpu0Send, "srcoff=\"1\"", "srcoff=\"0\"");
+  const std::string offset = edited(kAlltoall, kA2aGpu0Send, "srcoff=\"1\"", "srcoff=\"0\"");
   refused(offset, Problem::wrong_result,
           {"wrong result: rank 1 chunk o[0] holds {r0.i[0]} instead of {r0.i[1]} (last written by rank 1 thread block 1 "
            "step 1 (cpy, line 19))"});
   // The ring's rank 0 adds its i[2] where i[3] belongs: chunk 2 counts rank 0 twice, chunk 3 misses it.
-  const std::string ring = edit(kRing, "<step s=\"1\" type=\"rrs\" srcbuf=\"i\" srcoff=\"3\"", "srcoff=\"3\"", "srcoff=\"2\"");
+  const std::string ring = edited(kRing, "<step s=\"1\" type=\"rrs\" srcbuf=\"i\" srcoff=\"3\"", "srcoff=\"3\"", "srcoff=\"2\"");
   refused(ring, Problem::wrong_result, {"wrong result: rank 0 chunk o[3] holds {r0.i[2], r1.i[3], r2.i[3], r3.i[3]} "
                                         "instead of {r0.i[3], r1.i[3], r2.i[3], r3.i[3]} (last written by rank 0 "
                                         "thread block 0 step 5 (rcs, line 9))"});
   // Rank 0 adds its own i[0] again to the finished chunk 0 it receives (rrcs where rcs belongs).
-  const std::string twice = edit(kRing, "<step s=\"4\" type=\"rcs\" srcbuf=\"i\" srcoff=\"0\"", "type=\"rcs\"",
+  const std::string twice = edited(kRing, "<step s=\"4\" type=\"rcs\" srcbuf=\"i\" srcoff=\"0\"", "type=\"rcs\"",
                                  "type=\"rrcs\"");
   refused(twice, Problem::wrong_result, {"wrong result: rank 0 chunk o[0] holds {r0.i[0] x2, r1.i[0], r2.i[0], r3.i[0]} "
                                          "instead of {r0.i[0], r1.i[0], r2.i[0], r3.i[0]} (last written by rank 0 thread "
                                          "block 0 step 4 (rrcs, line 8))"});
   // A chunk never written: rank 1 of the reduce-scatter skips its local copy into o[1]... as a nop.
-  const std::string skipped = edit(kReduceScatter, "<gpu id=\"1\"", "type=\"cpy\"", "type=\"nop\"");
+  const std::string skipped = edited(kReduceScatter, "<gpu id=\"1\"", "type=\"cpy\"", "type=\"nop\"");
   refused(skipped, Problem::wrong_result, {"wrong result: rank 1 chunk o[1] holds {r0.i[3]} instead of {r0.i[3], r1.i[3]}"});
 }
 
 TEST_CASE("verify_msccl refuses an out-of-place program that writes its input, and chunks past the collective's buffers",
           "[msccl]") {
-  const std::string into_input = edit(kAllgather, "<gpu id=\"1\"", "dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"1\"",
+  const std::string into_input = edited(kAllgather, "<gpu id=\"1\"", "dstbuf=\"o\" dstoff=\"0\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"1\"",
                                       "dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"1\"");
   refused(into_input, Problem::wrong_result,
           {"rank 1 thread block 1 step 0 (r, line 21) writes chunk i[0] of the input, which an out-of-place program"});
   // i_chunks="2" lets the parser accept i[1], but an all-gather on 2 ranks with 2 chunks per loop has one input chunk.
-  std::string wide = edit(kAllgather, "<gpu id=\"0\"", "i_chunks=\"1\"", "i_chunks=\"2\"");
-  wide = edit(wide, "<gpu id=\"0\"", "srcoff=\"0\"", "srcoff=\"1\"");
+  std::string wide = edited(kAllgather, "<gpu id=\"0\"", "i_chunks=\"1\"", "i_chunks=\"2\"");
+  wide = edited(wide, "<gpu id=\"0\"", "srcoff=\"0\"", "srcoff=\"1\"");
   refused(wide, Problem::wrong_result,
           {"rank 0 thread block 0 step 0 (s, line 6) touches chunks i[1]..i[1], past the 1 chunk(s) buffer i has"});
 }
 
 TEST_CASE("verify_msccl refuses a race between thread blocks that no dependency or message orders", "[msccl]") {
   // Rank 0's copy out of scratch no longer waits for the receive into scratch.
-  const std::string xml = edit(kAlltoall, kA2aGpu0Copy, "depid=\"0\" deps=\"1\"", "depid=\"-1\" deps=\"-1\"");
+  const std::string xml = edited(kAlltoall, kA2aGpu0Copy, "depid=\"0\" deps=\"1\"", "depid=\"-1\" deps=\"-1\"");
   refused(xml, Problem::race,
           {"race on rank 0: ", "rank 0 thread block 0 step 1 (r, line 5) writes s[0]",
            "rank 0 thread block 1 step 1 (cpy, line 9) reads s[0]", "no dependency or message orders the two"});
   // Two writers of one output chunk: rank 1's receive and copy both write o[0] of the all-gather, unordered,
   // though the run the simulation picks ends with the right value.
-  const std::string both = edit(kAllgather, "<gpu id=\"1\"", "type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"1\"",
+  const std::string both = edited(kAllgather, "<gpu id=\"1\"", "type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"1\"",
                                 "type=\"cpy\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" dstoff=\"0\"");
   refused(both, Problem::race, {"race on rank 1: ", "writes o[0]"});
   // A message orders them: the all-to-all's copy on rank 1 (after its own receive) is not a race with rank 0's send.
