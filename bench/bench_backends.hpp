@@ -3,6 +3,8 @@
 //   host        ranks are threads of this process (host::Team)
 //   mpi         one rank per MPI process: chorus's schedules over MPI point-to-point (mpi::Comm)
 //   mpi-native  one rank per MPI process: MPI's own collectives (mpi::NativeComm)
+//   shm         one rank per process on this machine, over shared memory (shm::Comm), started by
+//               chorus-run, torchrun --no-python, mpirun or srun
 #pragma once
 
 #include <unistd.h>
@@ -13,6 +15,7 @@
 
 #include <chorus/core/error.hpp>
 #include <chorus/host.hpp>
+#include <chorus/shm.hpp>
 #if defined(CHORUS_BENCH_MPI)
 #include <chorus/mpi.hpp>
 #endif
@@ -56,6 +59,41 @@ class HostBackend {
 
  private:
   chorus::host::Team team_;
+};
+
+class ShmBackend {
+ public:
+  ShmBackend() : comm_(chorus::shm::from_environment()) {}
+  int ranks() const { return comm_.size(); }
+  bool prints() const { return comm_.rank() == 0; }
+  std::string description() const {
+    return chorus::detail::concat("the shared-memory backend: chorus's schedules over one ", comm_.segment_bytes() >> 20,
+                                  " MiB segment (one process per rank)");
+  }
+  template <class Fn>
+  void run(Fn&& fn) {
+    fn(comm_);
+  }
+  // Each process filled its own entry; every other entry is zero.
+  void merge(RankTimes& times) {
+    comm_.all_reduce(times.seconds.data(), times.seconds.data(), times.seconds.size(), chorus::ReduceOp::max);
+    comm_.all_reduce(times.wrong.data(), times.wrong.data(), times.wrong.size(), chorus::ReduceOp::sum);
+  }
+  std::vector<std::string> devices() {
+    const std::int32_t pid = static_cast<std::int32_t>(getpid());
+    std::vector<std::int32_t> pids(static_cast<std::size_t>(ranks()));
+    comm_.all_gather(&pid, pids.data(), 1);
+    std::vector<std::string> lines;
+    const std::string host = host_name();
+    for (int r = 0; r < ranks(); ++r) {
+      lines.push_back(chorus::detail::concat("Rank ", r, " Pid ", pids[static_cast<std::size_t>(r)], " on ", host,
+                                             " shm process ", r));
+    }
+    return lines;
+  }
+
+ private:
+  chorus::shm::Comm comm_;
 };
 
 #if defined(CHORUS_BENCH_MPI)

@@ -337,17 +337,17 @@ int run(const Config& config, Backend& backend, const std::string& name,
   return bench::total_wrong(rows) == 0 ? 0 : 1;
 }
 
-// The MPI job's size before MPI is initialised (to check -r): the launcher's, or 1 for a program
-// started without mpirun (an MPI singleton).
-int mpi_world_size() {
+// A process backend's job size before it is set up (to check -r and --ranks): the launcher's
+// (mpirun, chorus-run, torchrun, srun), or 1 for a program started alone.
+int launched_ranks() {
   const chorus::bootstrap::LaunchInfo launch = chorus::bootstrap::launch_info();
   return launch.launcher == "none" ? 1 : launch.size;
 }
 
 #if defined(CHORUS_BENCH_MPI)
-constexpr const char* kBackendChoices = "host, mpi, mpi-native";
+constexpr const char* kBackendChoices = "host, shm, mpi, mpi-native";
 #else
-constexpr const char* kBackendChoices = "host (mpi and mpi-native: not in this build, which has no MPI)";
+constexpr const char* kBackendChoices = "host, shm (mpi and mpi-native: not in this build, which has no MPI)";
 #endif
 
 int run_on(const std::string& backend, const Config& config, bool ranks_given) {
@@ -373,11 +373,19 @@ int run_on(const std::string& backend, const Config& config, bool ranks_given) {
     }
     return run(config, host, backend, config.predict ? fabric : std::nullopt, model_line);
   }
+  if (backend == "shm") {
+    if (ranks_given && launched_ranks() != config.ranks) {
+      throw usage_error("--ranks " + std::to_string(config.ranks) + " disagrees with the launcher's " +
+                        std::to_string(launched_ranks()) + " processes (with --backend shm, chorus-run -n sets the ranks)");
+    }
+    bench_backends::ShmBackend shm;
+    return run(config, shm, backend);
+  }
 #if defined(CHORUS_BENCH_MPI)
   if (backend == "mpi" || backend == "mpi-native") {
-    if (ranks_given && mpi_world_size() != config.ranks) {
+    if (ranks_given && launched_ranks() != config.ranks) {
       throw usage_error("--ranks " + std::to_string(config.ranks) + " disagrees with the " +
-                        std::to_string(mpi_world_size()) + " MPI processes (with an MPI backend, mpirun -np sets the ranks)");
+                        std::to_string(launched_ranks()) + " MPI processes (with an MPI backend, mpirun -np sets the ranks)");
     }
     chorus::mpi::Session session;
     try {
@@ -452,7 +460,8 @@ int main(int argc, char** argv) {
 
   try {
     const bool mpi_backend = backend == "mpi" || backend == "mpi-native";
-    if (backend != "host" && !mpi_backend) {
+    const bool process_backend = mpi_backend || backend == "shm";
+    if (backend != "host" && !process_backend) {
       throw usage_error("backend " + backend + " is not available (available: " + kBackendChoices + ")");
     }
     config.collective = bench::parse_collective(collective_text);
@@ -467,7 +476,7 @@ int main(int argc, char** argv) {
     config.check_iters = sweep_flags.check_iters;
     config.types = bench::parse_data_types(type_text);
     config.ops = bench::parse_reduce_ops(op_text);
-    config.roots = parse_roots(root_text, mpi_backend ? mpi_world_size() : config.ranks);
+    config.roots = parse_roots(root_text, process_backend ? launched_ranks() : config.ranks);
     config.automatic_model = automatic_text == "model";
     if (config.automatic_model && backend != "host") {
       throw usage_error("--automatic model needs --backend host (only the host backend is calibrated)");

@@ -1,8 +1,5 @@
-// What an MPI rank says about itself when a call fails. A process holds only its own rank's flight
-// record, and after a failure no channel between the ranks can be trusted to gather the others', so
-// each rank that fails or is released (a) appends its own last completed and current call to its
-// error and (b) with CHORUS_TRACE_DUMP=dir writes its record to a file of its own in dir;
-// chorus-trace-summary then merges every rank's file into the desync summary (docs/debugging.md).
+// How an MPI communicator is named the same on every rank, for the flight-record dumps that
+// runtime/own_record.hpp writes when a call fails.
 #pragma once
 
 #include "mpi_header.hpp"
@@ -15,17 +12,13 @@
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
-#include "../runtime/flight_record_json.hpp"
-#include "../runtime/flight_recorder.hpp"
+#include "../runtime/own_record.hpp"
 #include "check.hpp"
 
 namespace chorus::mpi::detail {
 
-// A communicator's name for its dumps, the same on every rank: rank 0 makes it, the others receive it.
-struct CommName {
-  std::string text;     // "pid4242-t8801234567-comm3": rank 0's process and its communicator count
-  std::uint32_t id = 0;  // the 3 (file names)
-};
+using runtime::CommName;
+using runtime::with_own_record;
 
 // Collective over `comm` (blocking, at creation, like the MPI_Comm_dup just before it).
 inline CommName name_communicator(MPI_Comm comm, int rank, const char* call) {
@@ -41,35 +34,6 @@ inline CommName name_communicator(MPI_Comm comm, int rank, const char* call) {
   check_mpi(MPI_Bcast(&wire, sizeof wire, MPI_BYTE, 0, comm), call, rank, "MPI_Bcast");
   wire.text[sizeof wire.text - 1] = '\0';
   return CommName{wire.text, wire.id};
-}
-
-// `error` with this rank's own record appended, after writing it under CHORUS_TRACE_DUMP (once per
-// communicator: `dumped` is set; later calls fail at once and have nothing new to record).
-inline Error with_own_record(const Error& error, const runtime::FlightRecorder& recorder, int rank, int size,
-                             const CommName& comm, const char* call, RankName name, bool& dumped) {
-  runtime::RankRecord mine;
-  mine.rank = rank;
-  std::string text = error.what();
-  try {
-    mine.calls = recorder.snapshot();
-    text += recorder.enabled() ? "\n  this rank's flight record: " + runtime::rank_line(mine)
-                               : std::string("\n  this rank's flight record: off (CHORUS_TRACE_BUFFER=0)");
-    const std::string dir = env::trace_dump_dir();
-    if (!dir.empty() && !dumped) {
-      dumped = true;
-      const std::string path = runtime::dump_path(dir, chorus::detail::concat("comm", comm.id), rank);
-      try {
-        runtime::dump_flight_record(path, {mine}, runtime::DumpOrigin{comm.text, size}, call, name);
-        text += chorus::detail::concat("\n  this rank's record: ", path, " (chorus-trace-summary ", dir,
-                                       "/*.json merges every rank's)");
-      } catch (const Error& e) {
-        log(LogLevel::warn, e.what());
-      }
-    }
-  } catch (const std::exception&) {  // no memory for the explanation: the error itself matters more
-    return error;
-  }
-  return Error(error.code(), text);
 }
 
 }  // namespace chorus::mpi::detail

@@ -1,0 +1,110 @@
+// What one shared-memory communicator's segment holds, and where. One segment per communicator,
+// mapped by every rank at the same size; nothing in it is a pointer (each process maps it at its own
+// address), only offsets from the segment's start.
+//
+//   Header          magic, version, rank count, FIFO geometry, how many ranks have mapped it, the
+//                   first failure's report (rank, code, text), written once by whoever fails first
+//   RankControl[n]  per rank: pid, the last call it posted and that call's descriptor (two slots,
+//                   by sequence parity), whether it left cleanly
+//   FifoControl[n(n-1)]  per ordered pair (sender, receiver): slots written (head) and released
+//                   (tail), each on its own cache line (one writer each)
+//   slots           per ordered pair, `slots` slots of SlotHeader + `slot_bytes` payload
+//
+// Sizes: with the defaults (4 slots of 256 KiB per pair) 2 ranks map 2 MiB, 4 ranks 12 MiB, 8 ranks
+// 56 MiB, plus a few KiB of control; docs/shm.md has the table.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace chorus::shm::detail {
+
+inline constexpr std::uint64_t kMagic = 0x73756d6f6863ULL;  // "chorus" backwards, little-endian
+inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::size_t kLine = 64;
+inline constexpr std::size_t kReportBytes = 1536;
+
+inline constexpr std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
+
+// A call descriptor in shared memory: fixed-width fields, no padding (every rank may be a different
+// build of the same program, never a different layout: the version field guards that).
+struct SharedCall {
+  std::uint64_t sequence;
+  std::uint64_t count;
+  std::int32_t kind, type, op, root, pattern, in_place;
+};
+static_assert(sizeof(SharedCall) == 40, "SharedCall must have no padding");
+
+struct alignas(kLine) Header {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::int32_t ranks;
+  std::uint64_t slot_bytes;
+  std::uint32_t slots;
+  std::int32_t creator_pid;
+  std::atomic<std::int32_t> mapped;     // ranks that have mapped the segment and written their pid
+  std::atomic<std::int32_t> ready;      // 1: every rank has mapped it and the name is unlinked
+  // The first failure: `failed` goes 0 -> 1 by one compare-exchange, the winner writes the report
+  // and sets `reported`; the others read it once `reported` is 1.
+  std::atomic<std::int32_t> failed;
+  std::atomic<std::int32_t> reported;
+  std::int32_t failed_rank;
+  std::int32_t failed_code;
+  char report[kReportBytes];
+};
+
+struct alignas(kLine) RankControl {
+  std::atomic<std::int32_t> pid;
+  std::atomic<std::int32_t> left;       // 1: destroyed its communicator normally
+  std::atomic<std::uint64_t> posted;    // sequence of the last call whose descriptor is in calls[]
+  SharedCall calls[2];                  // calls[sequence % 2]
+};
+
+struct alignas(kLine) FifoControl {
+  alignas(kLine) std::atomic<std::uint64_t> head;  // slots written, by the sender
+  alignas(kLine) std::atomic<std::uint64_t> tail;  // slots released, by the receiver
+};
+
+// What a slot carries besides its bytes.
+enum class SlotKind : std::uint32_t { collective = 1, message = 2 };
+
+struct alignas(kLine) SlotHeader {
+  std::uint64_t sequence;  // the collective's call number, or the pair's message number
+  std::uint64_t bytes;     // the whole message's bytes (a message larger than a slot spans several)
+  std::uint64_t offset;    // where this slot's piece starts in the message
+  SlotKind kind;
+  std::uint32_t piece_bytes;
+};
+
+// Offsets of everything in a segment of `ranks` ranks with `slots` slots of `slot_bytes` per pair.
+struct Layout {
+  int ranks = 0;
+  std::size_t slot_bytes = 0;
+  std::uint32_t slots = 0;
+  std::size_t rank_control = 0;  // offset of RankControl[0]
+  std::size_t fifo_control = 0;  // offset of FifoControl[0]
+  std::size_t slot_data = 0;     // offset of the first pair's first slot
+  std::size_t slot_stride = 0;   // SlotHeader + payload, line-aligned
+  std::size_t total = 0;
+
+  Layout(int ranks_in, std::size_t slot_bytes_in, std::uint32_t slots_in)
+      : ranks(ranks_in), slot_bytes(round_up(slot_bytes_in, kLine)), slots(slots_in) {
+    const auto n = static_cast<std::size_t>(ranks);
+    rank_control = round_up(sizeof(Header), kLine);
+    fifo_control = rank_control + n * sizeof(RankControl);
+    slot_data = round_up(fifo_control + pairs() * sizeof(FifoControl), 4096);
+    slot_stride = sizeof(SlotHeader) + slot_bytes;
+    total = round_up(slot_data + pairs() * slots * slot_stride, 4096);
+  }
+
+  std::size_t pairs() const { return static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks - 1); }
+
+  // Index of the FIFO from `sender` to `receiver` (sender != receiver).
+  std::size_t pair(int sender, int receiver) const {
+    return static_cast<std::size_t>(sender) * static_cast<std::size_t>(ranks - 1) +
+           static_cast<std::size_t>(receiver < sender ? receiver : receiver - 1);
+  }
+};
+
+}  // namespace chorus::shm::detail
