@@ -220,7 +220,7 @@ class FileStore final : public Store {
         }
         throw fail(ErrorCode::timeout, call, missing.size() == 1 ? "key " : "keys ",
                    detail::printable_keys(missing.empty() ? keys : missing), " not set within ", timeout_.count(),
-                   " ms", where(), " (did every process start, with the same directory?)");
+                   " ms", where(), ": did every process start, with the same directory?");
       }
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
       pause = std::min(pause * 2, std::chrono::microseconds(10000));

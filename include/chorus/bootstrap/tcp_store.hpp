@@ -16,7 +16,8 @@
 // moment ago. It serves until its TcpStore is destroyed, so rank 0 must keep its store until the other processes
 // are done with it (finish with an exchange that rank 0 waits for). Clients retry connecting until the timeout,
 // since rank 0 may start last. Port 0 with is_server takes a free port, which port() gives: for tests.
-// A process forked while it holds a TcpStore must not use or destroy that store (the child has no server thread).
+// A process forked while holding a TcpStore must not use the copy (it shares the parent's connection); destroying
+// it is safe (the child has no server thread to stop).
 #pragma once
 
 #include <arpa/inet.h>
@@ -527,7 +528,7 @@ class TcpStore final : public Store {
         std::vector<std::string> unset = keys.size() == 1 ? keys : missing(keys, now);
         if (unset.empty()) return;  // set during the last pause
         throw fail(ErrorCode::timeout, call, unset.size() == 1 ? "key " : "keys ", detail::printable_keys(unset),
-                   " not set within ", timeout_.count(), " ms", where(), " (did every process start?)");
+                   " not set within ", timeout_.count(), " ms", where(), ": did every process start?");
       }
       std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline_ - now));
       pause = std::min(pause * 2, std::chrono::milliseconds(10));
