@@ -1,9 +1,12 @@
 // chorus-schedule: prints any schedule chorus has, for reading and for the docs' pictures.
-//   collectives: chorus-schedule --collective all_reduce --algo ring --ranks 4 --count 8
+//   collectives: chorus-schedule --collective all_reduce --algo ring --ranks 4 --count 8 [--export-msccl OUT.xml]
 //   pipelines:   chorus-schedule --pipeline gpipe|1f1b|interleaved|zb-h1 --stages 4 --microbatches 8 [--chunks 2]
-// as a table (stdout, the default), JSON (--json, stdout) or an SVG picture (--svg FILE).
-// Pipelines are simulated with unit-time actions (F = B = 1, I = W = 1). Exit status 2 on a usage
-// error, with "chorus-schedule: error: ..." on stderr, as chorus-bench.
+//   MSCCL XML:   chorus-schedule --msccl FILE.xml [--count N]
+// as a table (stdout, the default), JSON (--json, stdout) or an SVG picture (--svg FILE); --export-msccl
+// writes a collective's schedule as an MSCCL XML algorithm instead. Pipelines are simulated with unit-time
+// actions (F = B = 1, I = W = 1). An MSCCL program is verified first: "verified: ..." and exit status 0, or
+// "not verified: <reason>" and exit status 1. Exit status 2 on a usage error or a malformed file, with
+// "chorus-schedule: error: ..." on stderr, as chorus-bench.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +14,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <chorus/algo/build.hpp>
+#include <chorus/algo/msccl.hpp>
 #include <chorus/algo/printer.hpp>
 #include <chorus/bench/names.hpp>
 #include <chorus/parallel/pipeline_printer.hpp>
@@ -212,6 +217,30 @@ std::string pipeline_table(const parallel::PipelineSchedule& schedule, const par
   return text + parallel::format_pipeline_timeline(timeline, schedule.chunks);
 }
 
+// An imported program's title: the schedule's summary with the file's name where a pattern's would be
+// ("all_reduce msccl ring_allreduce_4, 4 ranks, count 4, in place, scratch 8").
+std::string msccl_summary(const algo::Schedule& schedule, const algo::msccl::Program& program) {
+  const std::string line = algo::summary(schedule);
+  const std::string pattern = std::string(chorus::to_string(schedule.collective)) + " " + algo::to_string(schedule.pattern);
+  return std::string(chorus::to_string(schedule.collective)) + " msccl " +
+         (program.name.empty() ? std::string("(unnamed)") : program.name) + line.substr(pattern.size());
+}
+
+// The smallest count the program takes: one element per chunk.
+std::size_t msccl_default_count(const algo::msccl::Program& program) {
+  const int per_rank = program.nchunksperloop / program.ngpus;
+  return program.coll == chorus::Collective::all_reduce ? static_cast<std::size_t>(program.nchunksperloop)
+                                                        : static_cast<std::size_t>(per_rank > 0 ? per_rank : 1);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (!file) throw usage_error("cannot read the MSCCL program " + path);
+  return text.str();
+}
+
 void write_text(const std::string& path, const std::string& text, const char* what) {
   if (path == "-") {
     std::cout << text;
@@ -254,6 +283,17 @@ int main(int argc, char** argv) {
       app.add_option("--chunks", pipe.chunks, "model chunks per stage (v), interleaved only")->capture_default_str();
   const std::vector<CLI::Option*> collective_only = {algo_opt, ranks_opt, count_opt, root_opt, in_place_opt, slice_opt};
   const std::vector<CLI::Option*> pipeline_only = {stages_opt, microbatches_opt, chunks_opt};
+  std::string msccl_path, export_path, msccl_name, msccl_proto = "Simple";
+  auto* msccl_opt = app.add_option("--msccl", msccl_path,
+                                   "read, verify and print an MSCCL XML algorithm (exit status 1 when not verified)");
+  auto* export_opt = app.add_option("--export-msccl", export_path,
+                                    "write the collective's schedule as an MSCCL XML algorithm to FILE (- for stdout) "
+                                    "instead of printing the table");
+  auto* msccl_name_opt = app.add_option("--msccl-name", msccl_name, "with --export-msccl: the algorithm's name "
+                                                                    "(default chorus_<algo>_<collective>_<ranks>)");
+  auto* msccl_proto_opt = app.add_option("--msccl-proto", msccl_proto, "with --export-msccl: the protocol")
+                              ->capture_default_str()
+                              ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
   app.add_flag("--json", json, "print JSON instead of the table");
   app.add_option("--svg", svg_path, "write an SVG picture to FILE (- for stdout) instead of printing the table");
   try {
@@ -266,22 +306,95 @@ int main(int argc, char** argv) {
 
   try {
     const bool is_collective = collective_opt->count() > 0, is_pipeline = pipeline_opt->count() > 0;
-    if (is_collective == is_pipeline) {
-      throw usage_error(is_collective ? "give --collective or --pipeline, not both"
-                                      : "nothing to print: give --collective NAME or --pipeline NAME");
+    const bool is_msccl = msccl_opt->count() > 0;
+    if (is_collective + is_pipeline + is_msccl != 1) {
+      throw usage_error(is_collective || is_pipeline || is_msccl
+                            ? "give one of --collective, --pipeline and --msccl"
+                            : "nothing to print: give --collective NAME, --pipeline NAME or --msccl FILE");
     }
-    for (CLI::Option* option : is_collective ? pipeline_only : collective_only) {
-      if (option->count() > 0) {
-        throw usage_error(option->get_name() + " applies to " + (is_collective ? "--pipeline" : "--collective"));
+    if (is_msccl) {
+      for (CLI::Option* option : pipeline_only) {
+        if (option->count() > 0) throw usage_error(option->get_name() + " applies to --pipeline");
+      }
+      for (CLI::Option* option : collective_only) {
+        if (option != count_opt && option->count() > 0) {
+          throw usage_error(option->get_name() + " applies to --collective (an MSCCL program fixes it)");
+        }
+      }
+    } else {
+      for (CLI::Option* option : is_collective ? pipeline_only : collective_only) {
+        if (option->count() > 0) {
+          throw usage_error(option->get_name() + " applies to " + (is_collective ? "--pipeline" : "--collective"));
+        }
       }
     }
+    for (CLI::Option* option : {export_opt, msccl_name_opt, msccl_proto_opt}) {
+      if (!is_collective && option->count() > 0) throw usage_error(option->get_name() + " applies to --collective");
+    }
+    if ((msccl_name_opt->count() > 0 || msccl_proto_opt->count() > 0) && export_opt->count() == 0) {
+      throw usage_error("--msccl-name and --msccl-proto apply to --export-msccl");
+    }
     if (json && svg_path == "-") throw usage_error("--json and --svg - both want stdout; give --svg a file");
+    if (export_path == "-" && (json || svg_path == "-")) {
+      throw usage_error("--export-msccl - wants stdout, as --json and --svg - do; give it a file");
+    }
+
+    if (is_msccl) {
+      // Malformed input throws (exit status 2, the message names the element and line); a program that
+      // reads but is wrong is "not verified" (exit status 1).
+      const algo::msccl::Program program = algo::parse_msccl(read_text(msccl_path));
+      const algo::msccl::Verification verdict = algo::msccl::verify_msccl(program);
+      if (!verdict.ok) {
+        std::cout << "not verified: " << verdict.reason << "\n";
+        return 1;
+      }
+      const algo::Schedule schedule =
+          algo::msccl::to_schedule(program, count_opt->count() > 0 ? coll.count : msccl_default_count(program));
+      const std::string title = msccl_summary(schedule, program);
+      const std::string verified = "verified: " + program.coll_name + " on " + std::to_string(program.ngpus) +
+                                   " ranks, " + std::to_string(verdict.steps) + " steps, needs " +
+                                   std::to_string(verdict.buffering) + " buffered messages per connection";
+      if (!svg_path.empty()) {
+        std::string svg = schedule_svg::collective_svg(schedule);
+        const std::string summary = algo::summary(schedule);
+        if (const std::size_t at = svg.find(summary); at != std::string::npos) svg.replace(at, summary.size(), title);
+        write_text(svg_path, svg, "SVG");
+      }
+      if (json) {
+        Json doc = collective_json(schedule);
+        doc["algorithm"] = "msccl";
+        doc["msccl"] = Json{{"name", program.name},
+                            {"protocol", algo::msccl::to_string(program.proto)},
+                            {"nchunksperloop", program.nchunksperloop},
+                            {"nchannels", program.nchannels},
+                            {"verified", true},
+                            {"program_steps", verdict.steps},
+                            {"buffering", verdict.buffering}};
+        std::cout << doc.dump(2) << "\n";
+        std::cerr << verified << "\n";  // stdout stays one JSON document
+      } else {
+        if (svg_path.empty()) {
+          const std::string table = algo::to_table(schedule);
+          std::cout << title << table.substr(table.find('\n'));
+        }
+        std::cout << verified << "\n";
+      }
+      return 0;
+    }
 
     std::string table, svg;
     Json doc;
     if (is_collective) {
       coll.root_given = root_opt->count() > 0;
       const algo::Schedule schedule = build_collective(coll);
+      if (!export_path.empty()) {
+        algo::msccl::ExportOptions options;
+        options.name = msccl_name;
+        options.protocol = msccl_proto == "LL" ? algo::msccl::Protocol::ll
+                           : msccl_proto == "LL128" ? algo::msccl::Protocol::ll128
+                                                    : algo::msccl::Protocol::simple;
+        write_text(export_path, algo::to_msccl_xml(schedule, options), "the MSCCL XML");
+      }
       table = algo::to_table(schedule);
       if (json) doc = collective_json(schedule);
       if (!svg_path.empty()) svg = schedule_svg::collective_svg(schedule);
@@ -302,7 +415,7 @@ int main(int argc, char** argv) {
     if (!svg_path.empty()) write_text(svg_path, svg, "SVG");
     if (json) {
       std::cout << doc.dump(2) << "\n";
-    } else if (svg_path.empty()) {
+    } else if (svg_path.empty() && export_path.empty()) {
       std::cout << table;
     }
     return 0;

@@ -65,17 +65,17 @@ class Attributes {
   std::int64_t integer(const char* key, std::int64_t low, std::int64_t high, const char* expected) const {
     const std::string& value = text(key);
     std::size_t i = value.size() > 0 && value[0] == '-' ? 1 : 0;
-    if (i == value.size()) fail(std::string("attribute ") + key + "=" + quoted(value) + " is not an integer");
+    if (i == value.size()) fail(std::string("attribute ") + key + "=" + msccl::detail::quoted(value) + " is not an integer");
     std::int64_t magnitude = 0;
     for (; i < value.size(); ++i) {
       if (value[i] < '0' || value[i] > '9' || magnitude > (std::int64_t{1} << 40)) {
-        fail(std::string("attribute ") + key + "=" + quoted(value) + " is not an integer of at most 12 digits");
+        fail(std::string("attribute ") + key + "=" + msccl::detail::quoted(value) + " is not an integer of at most 12 digits");
       }
       magnitude = magnitude * 10 + (value[i] - '0');
     }
     const std::int64_t number = value[0] == '-' ? -magnitude : magnitude;
     if (number < low || number > high) {
-      fail(std::string("attribute ") + key + "=" + quoted(value) + " is out of range: expected " + expected);
+      fail(std::string("attribute ") + key + "=" + msccl::detail::quoted(value) + " is out of range: expected " + expected);
     }
     return number;
   }
@@ -108,11 +108,11 @@ inline Collective collective_named(const Attributes& algo, const std::string& na
     if (name == known) {
       throw Error(ErrorCode::unsupported,
                   chorus::detail::concat(kParseCall, ": line ", algo.line(), ": ", algo.path(), ": coll=",
-                                         quoted(name), " is not imported yet (allreduce, allgather, "
+                                         msccl::detail::quoted(name), " is not imported yet (allreduce, allgather, "
                                          "reduce_scatter or reducescatter, alltoall are)"));
     }
   }
-  algo.fail("unknown collective coll=" + quoted(name) +
+  algo.fail("unknown collective coll=" + msccl::detail::quoted(name) +
             " (expected allreduce, allgather, reduce_scatter or reducescatter, alltoall)");
 }
 
@@ -120,7 +120,7 @@ inline Protocol protocol_named(const Attributes& algo, const std::string& name) 
   if (name == "Simple") return Protocol::simple;
   if (name == "LL") return Protocol::ll;
   if (name == "LL128") return Protocol::ll128;
-  algo.fail("unknown protocol proto=" + quoted(name) + " (expected Simple, LL or LL128)");
+  algo.fail("unknown protocol proto=" + msccl::detail::quoted(name) + " (expected Simple, LL or LL128)");
 }
 
 inline Buffer buffer_named(const Attributes& step, const char* key) {
@@ -128,7 +128,7 @@ inline Buffer buffer_named(const Attributes& step, const char* key) {
   if (name == "i") return Buffer::input;
   if (name == "o") return Buffer::output;
   if (name == "s") return Buffer::scratch;
-  step.fail(std::string("unknown buffer ") + key + "=" + quoted(name) + " (expected i, o or s)");
+  step.fail(std::string("unknown buffer ") + key + "=" + msccl::detail::quoted(name) + " (expected i, o or s)");
 }
 
 inline StepType step_type_named(const Attributes& step) {
@@ -136,7 +136,7 @@ inline StepType step_type_named(const Attributes& step) {
   for (StepType type : kStepTypes) {
     if (name == to_string(type)) return type;
   }
-  step.fail("unknown step type type=" + quoted(name) + " (the executor accepts s, r, rcs, rrc, rrs, rrcs, cpy, re, nop)");
+  step.fail("unknown step type type=" + msccl::detail::quoted(name) + " (the executor accepts s, r, rcs, rrc, rrs, rrcs, cpy, re, nop)");
 }
 
 // A side (src or dst) the step uses on its own rank must lie inside that buffer.
@@ -158,7 +158,7 @@ inline void check_span(const Attributes& at, const Gpu& gpu, const Step& step, b
 
 inline Step read_step(const XmlElement& element, const Gpu& gpu, const ThreadBlock& tb, int position) {
   std::string path = "<step> in " + tb_path(gpu.id, tb.id);
-  if (const std::string* s = element.attribute("s")) path = "<step s=" + quoted(*s) + "> in " + tb_path(gpu.id, tb.id);
+  if (const std::string* s = element.attribute("s")) path = "<step s=" + msccl::detail::quoted(*s) + "> in " + tb_path(gpu.id, tb.id);
   const Attributes at(element, path);
   if (!element.children.empty()) fail_at_line(element.children[0].line, "<" + element.children[0].name + "> inside " + path + ": a <step> holds no elements");
   for (const char* key : {"s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep"}) {
@@ -196,7 +196,7 @@ inline Step read_step(const XmlElement& element, const Gpu& gpu, const ThreadBlo
 
 inline ThreadBlock read_thread_block(const XmlElement& element, const Program& program, const Gpu& gpu) {
   std::string path = "<tb> of " + gpu_tag(gpu.id);
-  if (const std::string* id = element.attribute("id")) path = "<tb id=" + quoted(*id) + "> of " + gpu_tag(gpu.id);
+  if (const std::string* id = element.attribute("id")) path = "<tb id=" + msccl::detail::quoted(*id) + "> of " + gpu_tag(gpu.id);
   const Attributes at(element, path);
   ThreadBlock tb;
   tb.line = element.line;
@@ -300,7 +300,7 @@ inline void check_gpu_links(const Gpu& gpu) {
 
 inline Gpu read_gpu(const XmlElement& element, const Program& program) {
   std::string path = "<gpu>";
-  if (const std::string* id = element.attribute("id")) path = "<gpu id=" + quoted(*id) + ">";
+  if (const std::string* id = element.attribute("id")) path = "<gpu id=" + msccl::detail::quoted(*id) + ">";
   const Attributes at(element, path);
   Gpu gpu;
   gpu.line = element.line;
@@ -330,7 +330,7 @@ inline msccl::Program parse_msccl(std::string_view xml) {
   const XmlElement root = XmlReader(xml).read();
   if (root.name != "algo") fail_at_line(root.line, "the root element is <" + root.name + ">, expected <algo>");
   std::string path = "<algo>";
-  if (const std::string* name = root.attribute("name")) path = "<algo name=" + quoted(*name) + ">";
+  if (const std::string* name = root.attribute("name")) path = "<algo name=" + msccl::detail::quoted(*name) + ">";
   const Attributes at(root, path);
   msccl::Program program;
   program.line = root.line;
