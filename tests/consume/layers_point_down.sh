@@ -14,6 +14,7 @@ declare -A allowed=(
   [bootstrap]="core"
   [host]="core algo runtime"
   [mpi]="core algo runtime"
+  [shm]="core algo runtime bootstrap host"
   [cuda]="core algo topo runtime"
   [nccl]="core cuda runtime"
   [parallel]="core"

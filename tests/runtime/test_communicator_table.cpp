@@ -1,7 +1,7 @@
 // docs/communicator.md's table of what each communicator does agrees with the code: one row per
 // communicator type, and the memory and completion columns equal memory_space_v and
 // completes_on_return_v for every type this program compiles (host::Comm here; the MPI types in
-// tests/mpi, the device types where they compile). The parser refuses a table out of shape.
+// tests/mpi, shm::Comm in tests/shm, the device types where they compile). The parser refuses a table out of shape.
 #include <catch2/catch.hpp>
 
 #include <chorus/core/memory_space.hpp>
@@ -57,7 +57,7 @@ TEST_CASE("the table has one row for every communicator type", "[table]") {
   std::set<std::string> names;
   for (const support::CommunicatorRow& row : communicator_table(support::communicator_doc())) names.insert(row.name);
   CHECK(names == std::set<std::string>{"chorus::host::Comm", "chorus::mpi::Comm", "chorus::mpi::NativeComm",
-                                       "chorus::nccl::Comm::View", "chorus::cuda::RankComm", "chorus::cuda::IpcComm",
+                                       "chorus::shm::Comm", "chorus::nccl::Comm::View", "chorus::cuda::RankComm", "chorus::cuda::IpcComm",
                                        "chorus::cuda::twin::RankComm", "chorus::cuda::twin::IpcRank"});
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shm/process_harness.hpp"
+#include "support/communicator_table.hpp"
 #include "support/generic_checks.hpp"
 
 namespace test_shm_comm {
@@ -178,6 +179,25 @@ TEST_CASE("shm::Comm refuses bad ranks, sizes and options with the value named")
     options.timeout_ms = -5;
     refuses("negative timeout", "Options::timeout_ms -5", [&] { chorus::shm::Comm(store, 0, 1, options); });
     return f.take();
+  }));
+}
+
+TEST_CASE("shm::Comm's row in docs/communicator.md says what the code says") {
+  using Comm = chorus::shm::Comm;
+  const support::CommunicatorRow row = support::table_row("chorus::shm::Comm");
+  CHECK(row.memory == chorus::memory_space_v<Comm>);
+  CHECK(row.completes_on_return == chorus::completes_on_return_v<Comm>);
+  CHECK(row.refuses_overlap);
+  CHECK(row.checks_agreement);  // the mismatch cases: test_shm_faults
+  expect_clean(shm_harness::run_processes(1, [](chorus::bootstrap::Store& store, int rank, int size) {
+    Comm comm(store, rank, size);
+    float x[4] = {};
+    try {
+      comm.all_reduce(x, x + 1, 2, ReduceOp::sum);
+    } catch (const chorus::Error& e) {
+      if (e.code() == ErrorCode::invalid_argument) return std::vector<std::string>{};
+    }
+    return std::vector<std::string>{"overlapping buffers were not refused with invalid_argument"};
   }));
 }
 
