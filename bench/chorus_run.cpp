@@ -58,17 +58,16 @@ int free_port() {
   return ntohs(address.sin_port);
 }
 
-// What every rank's environment gains. A CHORUS_STORE given by the user names the store and is kept, with
-// the MASTER_* variables as they were; otherwise rank 0 serves a TCP store at 127.0.0.1:port.
-chorus_run::RankEnvironment rank_environment(int rank, int ranks, int port) {
+// What every rank's environment gains: torchrun's variables, MASTER_ADDR/MASTER_PORT included, and
+// CHORUS_STORE at the same address unless the user set one (a program that serves torch's store at
+// MASTER_PORT and opens chorus's from the environment as well needs the two apart).
+chorus_run::RankEnvironment rank_environment(int rank, int ranks, int port, bool store_given) {
   const std::string n = std::to_string(ranks), r = std::to_string(rank);
   chorus_run::RankEnvironment env;
   env.set = {{"RANK", r}, {"WORLD_SIZE", n}, {"LOCAL_RANK", r}, {"LOCAL_WORLD_SIZE", n}};
-  if (port != 0) {
-    env.set.push_back({"MASTER_ADDR", "127.0.0.1"});
-    env.set.push_back({"MASTER_PORT", std::to_string(port)});
-    env.set.push_back({"CHORUS_STORE", "tcp://127.0.0.1:" + std::to_string(port)});
-  }
+  env.set.push_back({"MASTER_ADDR", "127.0.0.1"});
+  env.set.push_back({"MASTER_PORT", std::to_string(port)});
+  if (!store_given) env.set.push_back({"CHORUS_STORE", "tcp://127.0.0.1:" + std::to_string(port)});
   // chorus::bootstrap::launch_info() reads Open MPI's variables before torchrun's: inherited from an
   // mpirun around chorus-run, they would give every rank the same rank.
   env.unset = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -90,7 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--grace", grace, "seconds between SIGTERM and SIGKILL when the job is ended")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
-  app.add_option("--port", port, "the store's TCP port on 127.0.0.1 (default: a free one)")->check(CLI::Range(1, 65535));
+  app.add_option("--port", port, "MASTER_PORT and the store's port on 127.0.0.1 (default: a free one)")->check(CLI::Range(1, 65535));
   const int first = program_start(app, argc, argv);
   try {
     app.parse(first, argv);
@@ -108,13 +107,8 @@ int main(int argc, char** argv) {
 
   const char* user_store = std::getenv("CHORUS_STORE");
   const bool store_given = user_store != nullptr && *user_store != '\0';
-  if (store_given && port != 0) {
-    std::fprintf(stderr, "chorus-run: error: --port %d names the store's port, but CHORUS_STORE=%s already names the store; "
-                 "give one of them\n", port, user_store);
-    return 2;
-  }
   try {
-    if (!store_given && port == 0) port = free_port();
+    if (port == 0) port = free_port();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chorus-run: error: %s\n", e.what());
     return 1;
@@ -123,7 +117,7 @@ int main(int argc, char** argv) {
                                           std::chrono::duration<double>(grace)));
   for (int rank = 0; rank < ranks; ++rank) {
     try {
-      job.start(rank, rank_environment(rank, ranks, port));
+      job.start(rank, rank_environment(rank, ranks, port, store_given));
     } catch (const chorus_run::LaunchError& e) {
       std::fprintf(stderr, "chorus-run: error: %s\n", e.what());
       job.end(e.status);
