@@ -40,7 +40,7 @@ struct ExportOptions {
   int nchunksperloop = 0;  // 0: the fewest chunks that express every step exactly
 };
 
-// msccl-executor-nccl's limits (src/include/msccl/msccl_kernel.h: MSCCL_MAX_NUM_STEPS,
+// msccl-executor-nccl's limits (its msccl.h: MSCCL_MAX_NUM_STEPS,
 // MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL).
 constexpr int kMaxStepsPerThreadBlock = 256;
 constexpr int kMaxThreadBlocksPerChannel = 32;
