@@ -368,7 +368,7 @@ TEST_CASE("TcpStore: a new server takes the port of one just destroyed", "[boots
   CHECK(next.get("new job") == "2");
 }
 
-TEST_CASE("TcpStore: a malformed frame ends that connection and no other", "[bootstrap][store]") {
+TEST_CASE("TcpStore: a malformed or oversized frame ends that connection and no other", "[bootstrap][store]") {
   TcpStore server("127.0.0.1", 0, true, kLong);
   const auto closed_after = [&](const std::string& bytes) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -393,7 +393,11 @@ TEST_CASE("TcpStore: a malformed frame ends that connection and no other", "[boo
   CHECK(closed_after(std::string("\0\0\0\x05\x02\0\0\x10\0", 9)));  // a key longer than the frame
   CHECK(closed_after(std::string("\0\0\0\x05\x04\xff\xff\xff\xff", 9)));  // 4 billion keys to check
   TcpStore client("127.0.0.1", server.port(), false, kLong);
-  client.set("still", "serving");
+  const Error error = error_of([&] { client.set("big", std::string(64 << 20, 'x')); });  // with its key: over 64 MiB
+  CHECK(error.code() == ErrorCode::invalid_argument);
+  CHECK(contains(error.what(), "'big'"));
+  CHECK(contains(error.what(), "limit of 67108864 bytes"));
+  client.set("still", "serving");  // the refused request was never sent
   CHECK(server.get("still") == "serving");
 }
 
