@@ -201,9 +201,10 @@ class Server {
         for (std::size_t i = polled.size() - 2; i < clients_.size(); ++i) kept.push_back(std::move(clients_[i]));
         clients_ = std::move(kept);
       }
-    } catch (...) {  // out of memory: stop serving; every client sees its connection close
+    } catch (...) {  // out of memory: stop serving
     }
-    clients_.clear();
+    clients_.clear();    // every client sees its connection close,
+    listener_.reset();   // and a new one is refused instead of waiting in the backlog until its timeout
   }
 
   void accept_all() {
