@@ -33,6 +33,7 @@
 #include "../runtime/flight_recorder.hpp"
 #include "../runtime/own_record.hpp"
 #include "../runtime/wait.hpp"
+#include "call_memory.hpp"
 #include "fifo.hpp"
 #include "layout.hpp"
 #include "segment.hpp"
@@ -85,6 +86,14 @@ class Endpoint {
       incoming_[static_cast<std::size_t>(peer)] = Fifo(layout_, segment_->base(), peer, rank_);
     }
     agreed_.assign(static_cast<std::size_t>(size_), 0);
+    memory_.queues.resize(static_cast<std::size_t>(size_));
+    // A peer in another pid namespace (a container sharing /dev/shm) has a pid this process cannot
+    // look up: its death shows as a timeout instead of being mistaken for one at once.
+    watched_.assign(static_cast<std::size_t>(size_), 0);
+    const std::uint64_t here = pid_namespace();
+    for (int peer = 0; peer < size_; ++peer) {
+      watched_[static_cast<std::size_t>(peer)] = peer != rank_ && here != 0 && control(peer).pid_namespace == here;
+    }
   }
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -107,7 +116,7 @@ class Endpoint {
   const runtime::FlightRecorder& recorder() const { return recorder_; }
   const runtime::CommName& comm_name() const { return comm_name_; }
   LogLevel log_level() const { return log_level_; }
-  std::vector<std::byte>& scratch() { return scratch_; }
+  CallMemory& memory() { return memory_; }
 
   Error explained(const Error& error) {
     return runtime::with_own_record(error, recorder_, rank_, size_, comm_name_, call_, name(), dumped_);
@@ -269,7 +278,7 @@ class Endpoint {
 
   void check_peers_alive() {
     for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_ || peer_left(peer)) continue;
+      if (!watched_[static_cast<std::size_t>(peer)] || peer_left(peer)) continue;
       const int pid = control(peer).pid.load(std::memory_order_acquire);
       if (process_alive(pid)) continue;
       const Error e = make_error(ErrorCode::peer_failed, call_, name(), "rank ", peer, " (pid ", pid,
@@ -313,10 +322,11 @@ class Endpoint {
   std::uint64_t sequence_ = 0;
   runtime::CallDescriptor mine_;
   std::vector<char> agreed_;  // per rank: descriptor of the current call compared
+  std::vector<char> watched_;  // per rank: its pid is checked for liveness
   int unchecked_ = 0;
   std::vector<Fifo> outgoing_;
   std::vector<Fifo> incoming_;
-  std::vector<std::byte> scratch_;
+  CallMemory memory_;
   runtime::FlightRecorder recorder_;
   bool dumped_ = false;
   std::chrono::steady_clock::time_point last_liveness_ = std::chrono::steady_clock::now();

@@ -34,19 +34,21 @@ namespace chorus::shm::detail {
 class FifoTransport {
  public:
   explicit FifoTransport(Endpoint& endpoint)
-      : endpoint_(endpoint), queues_(static_cast<std::size_t>(endpoint.size())) {}
+      : endpoint_(endpoint), queues_(endpoint.memory().queues), staging_(endpoint.memory().staging) {
+    for (std::deque<QueuedSend>& queue : queues_) queue.clear();  // a failed call may have left some
+  }
   FifoTransport(const FifoTransport&) = delete;
   FifoTransport& operator=(const FifoTransport&) = delete;
 
   runtime::Buffers attach(const algo::Schedule& schedule, runtime::Buffers caller, std::size_t element_size) {
-    std::vector<std::byte>& scratch = endpoint_.scratch();
+    std::vector<std::byte>& scratch = endpoint_.memory().scratch;
     scratch.resize(schedule.scratch_count * element_size);
     caller.scratch = scratch.empty() ? nullptr : scratch.data();
     return caller;
   }
 
   void send(std::size_t, const algo::Step& step, const std::byte* src, std::size_t bytes) {
-    queues_[static_cast<std::size_t>(step.peer)].push_back(Queued{src, bytes, 0});
+    queues_[static_cast<std::size_t>(step.peer)].push_back(QueuedSend{src, bytes, 0});
     ++queued_;
     flush();
   }
@@ -79,8 +81,8 @@ class FifoTransport {
     if (queued_ == 0 || bytes == 0) return;
     const auto still_read = [&] {
       flush();
-      for (const std::deque<Queued>& queue : queues_) {
-        for (const Queued& q : queue) {
+      for (const std::deque<QueuedSend>& queue : queues_) {
+        for (const QueuedSend& q : queue) {
           if (q.src < dst + bytes && dst < q.src + q.bytes) return true;
         }
       }
@@ -99,21 +101,15 @@ class FifoTransport {
   }
 
  private:
-  struct Queued {
-    const std::byte* src;
-    std::size_t bytes;
-    std::size_t offset;  // bytes already in the FIFO
-  };
-
   // Copies queued sends into their FIFOs while there is room, in order per peer.
   void flush() {
     if (queued_ == 0) return;
     for (std::size_t peer = 0; peer < queues_.size(); ++peer) {
-      std::deque<Queued>& queue = queues_[peer];
+      std::deque<QueuedSend>& queue = queues_[peer];
       if (queue.empty()) continue;
       Fifo& out = endpoint_.to(static_cast<int>(peer));
       while (!queue.empty() && out.can_write()) {
-        Queued& q = queue.front();
+        QueuedSend& q = queue.front();
         const std::size_t piece = std::min(out.slot_bytes(), q.bytes - q.offset);
         out.write(SlotKind::collective, endpoint_.sequence(), q.bytes, q.offset, q.src + q.offset, piece);
         q.offset += piece;
@@ -158,10 +154,10 @@ class FifoTransport {
   }
 
   Endpoint& endpoint_;
-  std::vector<std::deque<Queued>> queues_;  // per peer
+  std::vector<std::deque<QueuedSend>>& queues_;  // per peer; kept by the endpoint so calls allocate nothing
+  std::vector<std::byte>& staging_;
   std::size_t queued_ = 0;
   Fifo* in_slot_ = nullptr;
-  std::vector<std::byte> staging_;
 };
 
 }  // namespace chorus::shm::detail

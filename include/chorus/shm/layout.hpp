@@ -43,6 +43,7 @@ struct alignas(kLine) Header {
   std::uint64_t slot_bytes;
   std::uint32_t slots;
   std::int32_t creator_pid;
+  std::uint64_t creator_pid_namespace;  // pid_namespace() of the creator (segment.hpp)
   std::atomic<std::int32_t> mapped;     // ranks that have mapped the segment and written their pid
   std::atomic<std::int32_t> ready;      // 1: every rank has mapped it and the name is unlinked
   // The first failure: `failed` goes 0 -> 1 by one compare-exchange, the winner writes the report
@@ -56,6 +57,7 @@ struct alignas(kLine) Header {
 
 struct alignas(kLine) RankControl {
   std::atomic<std::int32_t> pid;
+  std::uint64_t pid_namespace;          // inode of /proc/self/ns/pid: pids compare only within one
   std::atomic<std::int32_t> left;       // 1: destroyed its communicator normally
   std::atomic<std::uint64_t> posted;    // sequence of the last call whose descriptor is in calls[]
   SharedCall calls[2];                  // calls[sequence % 2]

@@ -47,6 +47,19 @@ inline bool process_alive(int pid) {
   return state != 'Z' && state != 'X';
 }
 
+// This process's pid namespace (0 when /proc does not say): a peer's pid means something here only
+// when both are in the same one (containers sharing /dev/shm through --ipc=host are not).
+inline std::uint64_t pid_namespace() {
+  struct stat info {};
+  return ::stat("/proc/self/ns/pid", &info) == 0 ? static_cast<std::uint64_t>(info.st_ino) : 0;
+}
+
+// Whether the segment's creator still runs, as far as this process can tell (one in another pid
+// namespace is assumed alive: its pid means nothing here).
+inline bool creator_alive(const Header& h) {
+  return h.creator_pid_namespace == 0 || h.creator_pid_namespace != pid_namespace() || process_alive(h.creator_pid);
+}
+
 inline std::string fresh_name(unsigned comm_number) {
   std::random_device device;
   char name[96];
@@ -97,6 +110,7 @@ class Segment {
     h->slot_bytes = layout.slot_bytes;
     h->slots = layout.slots;
     h->creator_pid = static_cast<std::int32_t>(::getpid());
+    h->creator_pid_namespace = pid_namespace();
     return s;
   }
 
@@ -122,7 +136,7 @@ class Segment {
       throw make_error(ErrorCode::invalid_argument, call, rank, "shared-memory segment ", name,
                        " is not a chorus segment of layout version ", kLayoutVersion);
     }
-    if (!process_alive(h.creator_pid)) {
+    if (!creator_alive(h)) {
       s.linked_ = true;  // its creator is gone: clean up the name it left
       return Segment();
     }

@@ -74,8 +74,10 @@ bool poll_until(long timeout_ms, Done&& done) {
 inline void check_in(Segment& segment, int rank, long timeout_ms, const char* call) {
   Header& h = segment.header();
   const int ranks = h.ranks;
+  RankControl& mine = control_of(segment, rank);
   std::int32_t none = 0;
-  if (!control_of(segment, rank).pid.compare_exchange_strong(none, static_cast<std::int32_t>(::getpid()))) {
+  mine.pid_namespace = pid_namespace();  // before the pid: peers read it once the pid is there
+  if (!mine.pid.compare_exchange_strong(none, static_cast<std::int32_t>(::getpid()))) {
     throw make_error(ErrorCode::invalid_argument, call, rank, "rank ", rank, " has already joined (pid ", none,
                      "): two processes were started with the same RANK");
   }
@@ -99,7 +101,7 @@ inline void check_in(Segment& segment, int rank, long timeout_ms, const char* ca
   }
   const bool ready = poll_until(timeout_ms, [&] {
     return h.ready.load(std::memory_order_acquire) != 0 || h.failed.load(std::memory_order_acquire) != 0 ||
-           !process_alive(h.creator_pid);
+           !creator_alive(h);
   });
   if (!ready || h.ready.load(std::memory_order_acquire) == 0) {
     throw make_error(ready ? ErrorCode::peer_failed : ErrorCode::timeout, call, rank,
