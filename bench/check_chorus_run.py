@@ -142,6 +142,14 @@ for signo in (signal.SIGTERM, signal.SIGINT):
         assert gone(ranks), (signo.name, ranks)
         assert 'got %s' % signo.name in err, err
 
+# chorus-run killed outright (no chance to end the job): each rank still gets SIGTERM.
+with tempfile.TemporaryDirectory() as tmp:
+    job = subprocess.Popen([tool, '-n', '2', 'sh', '-c', 'echo $$ > %s/$RANK; exec sleep 30' % tmp], env=base_env)
+    ranks = pids_in(tmp, 2)
+    job.kill()
+    job.wait(timeout=10)
+    assert gone(ranks), ranks
+
 # A program that cannot be run: 127 when there is no such program (126 when it is not executable), said
 # once, and the job ends at once.
 done, took = run(['-n', '4', 'chorus-run-no-such-program'])

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,10 +46,13 @@ inline void close_fd(int fd) {
 }
 
 [[noreturn]] inline void exec_rank(const std::vector<std::string>& command, int rank, const RankEnvironment& environment,
-                                   int out, int err, int report, const sigset_t& mask) {
+                                   int out, int err, int report, const sigset_t& mask, pid_t parent) {
   ::setpgid(0, 0);
   SignalPipe::restore_defaults_in_child();
+  // A chorus-run killed outright (SIGKILL, no chance to end the job) still ends its ranks: each gets SIGTERM.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  if (::getppid() != parent) ::raise(SIGTERM);  // it died before prctl
   if (out >= 0) ::dup2(out, STDOUT_FILENO);
   if (err >= 0) ::dup2(err, STDERR_FILENO);
   // As mpirun does, only rank 0 reads chorus-run's stdin; a terminal is read by no rank, since a rank
@@ -82,8 +86,9 @@ inline Spawned spawn_rank(const std::vector<std::string>& command, int rank, con
   sigset_t all, before;
   sigfillset(&all);
   ::sigprocmask(SIG_BLOCK, &all, &before);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) detail::exec_rank(command, rank, environment, out[1], err[1], report[1], before);
+  if (pid == 0) detail::exec_rank(command, rank, environment, out[1], err[1], report[1], before, parent);
   const int fork_errno = errno;
   if (pid > 0) ::setpgid(pid, pid);  // here too, so the group exists before anyone signals it
   ::sigprocmask(SIG_SETMASK, &before, nullptr);
