@@ -87,7 +87,7 @@ class Job {
       const Clock::time_point now = Clock::now();
       if (kill_deadline_ && now >= *kill_deadline_) {
         const std::string left = ranks_with_live_groups();
-        if (!left.empty()) say(left + " (or what they started) still running after " + seconds(grace_) + "; sending SIGKILL");
+        if (!left.empty()) say("processes of " + left + " still running after " + seconds(grace_) + "; sending SIGKILL");
         signal_groups(SIGKILL);
         kill_deadline_.reset();
       }
