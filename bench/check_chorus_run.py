@@ -99,9 +99,11 @@ assert run(['-n', '2', 'false'])[0].returncode == 1
 with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(tmp + '/pid')
     os.mkdir(tmp + '/term')
-    done, took = run(['-n', '4', 'sh', '-c', 'if [ "$RANK" = 2 ]; then sleep 0.3; exit 3; fi; '
+    # Rank 2 fails once the others are ready (their subshell's trap is set before it writes its pid file).
+    done, took = run(['-n', '4', 'sh', '-c', 'if [ "$RANK" = 2 ]; then while [ $(ls %s/pid | wc -l) -lt 3 ]; do '
+                      'sleep 0.05; done; exit 3; fi; '
                       '(trap "echo > %s/term/$RANK; exit" TERM; sleep 30 & echo $! > %s/pid/$RANK; wait) & wait'
-                      % (tmp, tmp)])
+                      % (tmp, tmp, tmp)])
     assert done.returncode == 3 and took < 10, (done, took)
     assert 'rank 2 exited with status 3' in done.stderr and 'SIGKILL' not in done.stderr, done.stderr
     sleepers = pids_in(tmp + '/pid', 3)
@@ -109,7 +111,8 @@ with tempfile.TemporaryDirectory() as tmp:
     assert sorted(os.listdir(tmp + '/term')) == ['0', '1', '3'], os.listdir(tmp + '/term')
 
 # The first failure's status, not a later one's; the grace period is the only wait.
-done, took = run(['-n', '3', 'sh', '-c', 'case $RANK in 1) sleep 0.2; exit 5;; 2) sleep 1; exit 7;; esac; sleep 30'])
+# (Rank 2 would exit 7 later; it is ended by then, and its 143 does not count either.)
+done, took = run(['-n', '3', 'sh', '-c', 'case $RANK in 1) sleep 0.2; exit 5;; 2) sleep 3; exit 7;; esac; sleep 30'])
 assert done.returncode == 5 and took < 10, (done, took)
 
 # Death by a signal: 128 + the signal, as shells report it.
@@ -118,8 +121,10 @@ assert done.returncode == 128 + 9 and took < 10, (done, took)
 assert 'rank 1 was killed by signal 9' in done.stderr, done.stderr
 
 # A rank that ignores SIGTERM is killed once the grace period has passed, not before.
-done, took = run(['--grace', '1.5', '-n', '2', 'sh', '-c',
-                  'if [ "$RANK" = 0 ]; then sleep 0.2; exit 4; fi; trap "" TERM; sleep 30'])
+with tempfile.TemporaryDirectory() as tmp:
+    done, took = run(['--grace', '1.5', '-n', '2', 'sh', '-c',
+                      'if [ "$RANK" = 0 ]; then while [ ! -e %s/ready ]; do sleep 0.05; done; exit 4; fi; '
+                      'trap "" TERM; touch %s/ready; sleep 30' % (tmp, tmp)])
 assert done.returncode == 4 and 1.5 <= took < 10, (done, took)
 assert 'sending SIGKILL' in done.stderr, done.stderr
 
