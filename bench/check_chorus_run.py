@@ -100,7 +100,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(tmp + '/pid')
     os.mkdir(tmp + '/term')
     # Rank 2 fails once the others are ready (their subshell's trap is set before it writes its pid file).
-    done, took = run(['-n', '4', 'sh', '-c', 'if [ "$RANK" = 2 ]; then while [ $(ls %s/pid | wc -l) -lt 3 ]; do '
+    done, took = run(['--grace', '1', '-n', '4', 'sh', '-c', 'if [ "$RANK" = 2 ]; then while [ $(ls %s/pid | wc -l) -lt 3 ]; do '
                       'sleep 0.05; done; exit 3; fi; '
                       '(trap "echo > %s/term/$RANK; exit" TERM; sleep 30 & echo $! > %s/pid/$RANK; wait) & wait'
                       % (tmp, tmp, tmp)])
@@ -112,13 +112,24 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # The first failure's status, not a later one's; the grace period is the only wait.
 # (Rank 2 would exit 7 later; it is ended by then, and its 143 does not count either.)
-done, took = run(['-n', '3', 'sh', '-c', 'case $RANK in 1) sleep 0.2; exit 5;; 2) sleep 3; exit 7;; esac; sleep 30'])
+done, took = run(['--grace', '1', '-n', '3', 'sh', '-c',
+                  'case $RANK in 1) sleep 0.2; exit 5;; 2) sleep 3; exit 7;; esac; sleep 30'])
 assert done.returncode == 5 and took < 10, (done, took)
 
 # Death by a signal: 128 + the signal, as shells report it.
-done, took = run(['-n', '2', 'sh', '-c', 'if [ "$RANK" = 1 ]; then kill -KILL $$; fi; exec sleep 30'])
+done, took = run(['--grace', '1', '-n', '2', 'sh', '-c', 'if [ "$RANK" = 1 ]; then kill -KILL $$; fi; exec sleep 30'])
 assert done.returncode == 128 + 9 and took < 10, (done, took)
 assert 'rank 1 was killed by signal 9' in done.stderr, done.stderr
+
+# After a failure the other ranks get the grace period to end on their own (a chorus communicator
+# releases them with its report) before any signal: rank 0 finishes its 0.5 s of work untouched.
+with tempfile.TemporaryDirectory() as tmp:
+    done, took = run(['--grace', '3', '-n', '2', 'sh', '-c',
+                      'if [ "$RANK" = 1 ]; then exit 6; fi; trap "touch %s/term" TERM; sleep 0.5; touch %s/done'
+                      % (tmp, tmp)])
+    assert done.returncode == 6 and took < 3, (done, took)
+    assert os.path.exists(tmp + '/done') and not os.path.exists(tmp + '/term'), os.listdir(tmp)
+    assert 'SIGTERM' in done.stderr and 'sending SIGTERM' not in done.stderr, done.stderr
 
 # A rank that ignores SIGTERM is killed once the grace period has passed, not before.
 with tempfile.TemporaryDirectory() as tmp:

@@ -2,9 +2,12 @@
 // (docs/chorus-run.md). The loop reads the ranks' output when labelled, learns of exits and of SIGINT and
 // SIGTERM through the signal pipe, and keeps the deadlines.
 //
-// A job ends by itself when every rank has exited; it is ended early by the first failure (every rank's
-// process group gets SIGTERM) or by SIGINT/SIGTERM sent to chorus-run (passed on as it came). An ended job
-// waits the grace period for everything its ranks started to exit, then SIGKILLs what is left.
+// A job ends by itself when every rank has exited. After the first failure the other ranks get the grace
+// period to end on their own (a chorus communicator releases them with an error naming the failed rank,
+// usually well within a second, and that report is worth having); then every rank's process group gets
+// SIGTERM. SIGINT/SIGTERM sent to chorus-run, or a rank that cannot be started, end the job at once (the
+// signal passed on as it came, or SIGTERM). An ended job waits the grace period for everything its ranks
+// started to exit, then SIGKILLs what is left.
 #pragma once
 
 #include <poll.h>
@@ -85,6 +88,14 @@ class Job {
     for (;;) {
       reap();
       const Clock::time_point now = Clock::now();
+      if (term_deadline_ && now >= *term_deadline_) {
+        term_deadline_.reset();
+        const std::string left = ranks_with_live_groups();
+        if (!left.empty()) {
+          say("processes of " + left + " still running " + seconds(grace_) + " after the failure; sending SIGTERM");
+          signal_groups(SIGTERM);
+        }
+      }
       if (kill_deadline_ && now >= *kill_deadline_) {
         const std::string left = ranks_with_live_groups();
         if (!left.empty()) say("processes of " + left + " still running after " + seconds(grace_) + "; sending SIGKILL");
@@ -92,7 +103,7 @@ class Job {
         kill_deadline_.reset();
       }
       const bool running = std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; });
-      const bool busy = running || (kill_deadline_ && !ranks_with_live_groups().empty());
+      const bool busy = running || ((kill_deadline_ || term_deadline_) && !ranks_with_live_groups().empty());
       if (!busy) kill_deadline_.reset();
       if (!busy && !output_deadline_) output_deadline_ = now + grace_;
       std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
@@ -143,8 +154,9 @@ class Job {
       r->running = false;
       if (shell_status(status) == 0 || first_failure_) continue;
       first_failure_ = shell_status(status);
-      say("rank " + std::to_string(r->rank) + " " + describe(status) + (ended_ ? "" : "; ending the other ranks"));
-      signal_groups(SIGTERM);
+      say("rank " + std::to_string(r->rank) + " " + describe(status) +
+          (ended_ ? "" : "; the other ranks have " + seconds(grace_) + " to end before SIGTERM"));
+      if (!ended_) term_deadline_ = Clock::now() + grace_;
     }
   }
 
@@ -168,11 +180,12 @@ class Job {
   }
 
   int poll_timeout_ms(bool running) const {
-    const std::optional<Clock::time_point>& deadline = kill_deadline_ ? kill_deadline_ : output_deadline_;
+    std::optional<Clock::time_point> deadline = kill_deadline_ ? kill_deadline_ : output_deadline_;
+    if (term_deadline_ && (!deadline || *term_deadline_ < *deadline)) deadline = term_deadline_;
     if (!deadline) return -1;
     long long left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
     // The ranks are gone but not all they started: its end may not be a child's end, so look again soon.
-    if (!running && kill_deadline_) left = std::min(left, 50LL);
+    if (!running && (kill_deadline_ || term_deadline_)) left = std::min(left, 50LL);
     return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
   }
 
@@ -202,6 +215,7 @@ class Job {
   std::vector<Rank> ranks_;
   std::optional<int> first_failure_;
   bool ended_ = false;  // by a failure or a signal: the ranks' groups have been signalled
+  std::optional<Clock::time_point> term_deadline_;  // after the first failure: when the others get SIGTERM
   std::optional<Clock::time_point> kill_deadline_, output_deadline_;
 };
 
