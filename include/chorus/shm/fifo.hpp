@@ -1,8 +1,9 @@
 // One ordered pair's FIFO in the segment: a ring of fixed-size slots with one writer (the sender)
-// and one reader (the receiver). The sender fills the slot at `head` and publishes it by advancing
-// head (release); the receiver reads the slot at `tail` in place and frees it by advancing tail
-// (release). Each side caches the other's counter and reloads it only when the ring looks full or
-// empty, so a steady stream costs one shared cache-line transfer per slot, not per poll.
+// and one reader (the receiver). The sender fills slot `head % slots` and publishes it by storing its
+// serial (head + 1, release); the receiver waits for that serial in the slot itself, reads the slot in
+// place and frees it by advancing the shared `tail` (release). The sender caches `tail` and reloads it
+// only when the ring looks full, so a small message costs the receiver one cache line (header and
+// payload together) and the sender nothing until its ring fills.
 #pragma once
 
 #include <atomic>
@@ -37,15 +38,14 @@ class Fifo {
   // Copies `piece_bytes` from `src` into the next slot and publishes it. Call only if can_write().
   void write(SlotKind kind, std::uint64_t sequence, std::uint64_t message_bytes, std::uint64_t offset,
              const std::byte* src, std::size_t piece_bytes) {
-    std::byte* at = slot(head_);
-    auto* header = reinterpret_cast<SlotHeader*>(at);
+    auto* header = reinterpret_cast<SlotHeader*>(slot(head_));
     header->sequence = sequence;
     header->bytes = message_bytes;
     header->offset = offset;
     header->kind = kind;
     header->piece_bytes = static_cast<std::uint32_t>(piece_bytes);
-    if (piece_bytes > 0) std::memcpy(at + sizeof(SlotHeader), src, piece_bytes);
-    control_->head.store(++head_, std::memory_order_release);
+    if (piece_bytes > 0) std::memcpy(payload(header), src, piece_bytes);
+    header->serial.store(++head_, std::memory_order_release);
   }
   // Sender: every slot written so far has been released by the receiver.
   bool all_taken() {
@@ -55,12 +55,13 @@ class Fifo {
 
   // Receiver: the oldest unreleased slot, or null when none has arrived.
   const SlotHeader* peek() {
-    if (head_seen_ == tail_) head_seen_ = control_->head.load(std::memory_order_acquire);
-    return head_seen_ == tail_ ? nullptr : reinterpret_cast<const SlotHeader*>(slot(tail_));
+    const auto* header = reinterpret_cast<const SlotHeader*>(slot(tail_));
+    return header->serial.load(std::memory_order_acquire) == tail_ + 1 ? header : nullptr;
   }
-  static const std::byte* payload(const SlotHeader* header) {
-    return reinterpret_cast<const std::byte*>(header) + sizeof(SlotHeader);
+  static std::byte* payload(SlotHeader* header) {
+    return reinterpret_cast<std::byte*>(header) + (header->piece_bytes <= kInlineBytes ? sizeof(SlotHeader) : kLine);
   }
+  static const std::byte* payload(const SlotHeader* header) { return payload(const_cast<SlotHeader*>(header)); }
   // Receiver: frees the slot peek() returned.
   void release() { control_->tail.store(++tail_, std::memory_order_release); }
 
@@ -74,7 +75,6 @@ class Fifo {
   std::size_t slot_bytes_ = 0;
   std::uint64_t head_ = 0;       // sender: slots written; receiver: unused
   std::uint64_t tail_ = 0;       // receiver: slots released; sender: unused
-  std::uint64_t head_seen_ = 0;  // receiver's cached head
   std::uint64_t tail_seen_ = 0;  // sender's cached tail
 };
 

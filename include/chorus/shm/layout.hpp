@@ -6,9 +6,10 @@
 //                   first failure's report (rank, code, text), written once by whoever fails first
 //   RankControl[n]  per rank: pid, the last call it posted and that call's descriptor (two slots,
 //                   by sequence parity), whether it left cleanly
-//   FifoControl[n(n-1)]  per ordered pair (sender, receiver): slots written (head) and released
-//                   (tail), each on its own cache line (one writer each)
-//   slots           per ordered pair, `slots` slots of SlotHeader + `slot_bytes` payload
+//   FifoControl[n(n-1)]  per ordered pair (sender, receiver): slots released (tail, by the receiver),
+//                   on a cache line of its own
+//   slots           per ordered pair, `slots` slots of a cache line (SlotHeader, and a piece of up to
+//                   24 bytes) + `slot_bytes` payload
 //
 // Sizes: with the defaults (4 slots of 256 KiB per pair) 2 ranks map 2 MiB, 4 ranks 12 MiB, 8 ranks
 // 56 MiB, plus a few KiB of control; docs/shm.md has the table.
@@ -63,21 +64,30 @@ struct alignas(kLine) RankControl {
   SharedCall calls[2];                  // calls[sequence % 2]
 };
 
+// A pair's one shared counter: slots released by the receiver (the sender reads it only when its ring
+// looks full). Slots announce themselves (SlotHeader::serial), so there is no head counter to poll.
 struct alignas(kLine) FifoControl {
-  alignas(kLine) std::atomic<std::uint64_t> head;  // slots written, by the sender
-  alignas(kLine) std::atomic<std::uint64_t> tail;  // slots released, by the receiver
+  std::atomic<std::uint64_t> tail;
 };
 
 // What a slot carries besides its bytes.
 enum class SlotKind : std::uint32_t { collective = 1, message = 2 };
 
-struct alignas(kLine) SlotHeader {
+// A slot: this header, then its payload. A piece of up to kInlineBytes travels in the header's own cache
+// line (a small call moves one line from sender to receiver); larger pieces start on the next line, so
+// the loops that copy and reduce them read aligned lines.
+struct SlotHeader {
+  // The slot's number in its FIFO's stream, plus one, stored last (release): the receiver waiting for
+  // message k polls this word of slot k % slots until it reads k + 1. No head counter to poll.
+  std::atomic<std::uint64_t> serial;
   std::uint64_t sequence;  // the collective's call number, or the pair's message number
   std::uint64_t bytes;     // the whole message's bytes (a message larger than a slot spans several)
   std::uint64_t offset;    // where this slot's piece starts in the message
   SlotKind kind;
   std::uint32_t piece_bytes;
 };
+inline constexpr std::size_t kInlineBytes = kLine - sizeof(SlotHeader);
+static_assert(kInlineBytes == 24, "a slot's header leaves 24 bytes of its line for a small piece");
 
 // Offsets of everything in a segment of `ranks` ranks with `slots` slots of `slot_bytes` per pair.
 struct Layout {
@@ -87,7 +97,7 @@ struct Layout {
   std::size_t rank_control = 0;  // offset of RankControl[0]
   std::size_t fifo_control = 0;  // offset of FifoControl[0]
   std::size_t slot_data = 0;     // offset of the first pair's first slot
-  std::size_t slot_stride = 0;   // SlotHeader + payload, line-aligned
+  std::size_t slot_stride = 0;   // SlotHeader + payload, rounded up to a line
   std::size_t total = 0;
 
   Layout(int ranks_in, std::size_t slot_bytes_in, std::uint32_t slots_in)
@@ -96,7 +106,7 @@ struct Layout {
     rank_control = round_up(sizeof(Header), kLine);
     fifo_control = rank_control + n * sizeof(RankControl);
     slot_data = round_up(fifo_control + pairs() * sizeof(FifoControl), 4096);
-    slot_stride = sizeof(SlotHeader) + slot_bytes;
+    slot_stride = kLine + slot_bytes;
     total = round_up(slot_data + pairs() * slots * slot_stride, 4096);
   }
 
