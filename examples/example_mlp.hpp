@@ -1,9 +1,10 @@
-// The model examples 03 and 07 train: a tiny MLP, y = w2 . tanh(w1 x + b1) + b2, on a made-up
+// The model examples 03, 07 and 17 train: a tiny MLP, y = w2 . tanh(w1 x + b1) + b2, on a made-up
 // regression task, with data parallelism written once for any chorus communicator. Not an example
-// on its own; see 03 (host threads) and 07 (MPI processes).
+// on its own; see 03 (host threads), 07 (MPI processes) and 17 (processes over shared memory).
 #pragma once
 
 #include <chorus/core/communicator.hpp>
+#include <chorus/host.hpp>
 #include <chorus/parallel/broadcast_parameters.hpp>
 #include <chorus/parallel/distributed_sampler.hpp>
 #include <chorus/parallel/gradient_reducer.hpp>
@@ -134,6 +135,25 @@ std::vector<float> train_data_parallel(Comm& comm) {
     losses[static_cast<std::size_t>(step)] = loss;
   }
   return losses;
+}
+
+// Trains the same model on one host thread with the whole batch, prints its loss curve beside `split`
+// (the curve of `processes` ranks), and says whether they agree to float rounding: data parallelism
+// across processes is still the big batch, split. Examples 07 and 17 call it on rank 0.
+inline bool matches_whole_batch(const std::vector<float>& split, int processes) {
+  std::vector<float> whole;
+  chorus::host::Team alone(1);
+  alone.run([&](chorus::host::Comm& local) { whole = train_data_parallel(local); });
+  std::printf("step   %d processes x %zu samples   1 rank x %zu samples\n", processes,
+              kGlobalBatch / static_cast<std::size_t>(processes), kGlobalBatch);
+  bool same = true;
+  for (int s = 0; s < kSteps; ++s) {
+    const float a = split[static_cast<std::size_t>(s)], b = whole[static_cast<std::size_t>(s)];
+    std::printf("%4d   %23.6f   %19.6f\n", s, static_cast<double>(a), static_cast<double>(b));
+    same = same && std::fabs(a - b) <= 1e-5f * std::fmax(1.0f, std::fabs(b));
+  }
+  std::printf(same ? "the loss curves agree across processes\n" : "WRONG: the loss curves differ\n");
+  return same;
 }
 
 }  // namespace example_mlp
