@@ -6,6 +6,8 @@
 #include <chorus/shm.hpp>
 
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -198,6 +200,26 @@ TEST_CASE("shm::Comm's row in docs/communicator.md says what the code says") {
       if (e.code() == ErrorCode::invalid_argument) return std::vector<std::string>{};
     }
     return std::vector<std::string>{"overlapping buffers were not refused with invalid_argument"};
+  }));
+}
+
+TEST_CASE("shm::Comm dump_trace writes this rank's flight record") {
+  shm_harness::TempDir dir;
+  expect_clean(shm_harness::run_processes(2, [&](chorus::bootstrap::Store& store, int rank, int size) {
+    chorus::shm::Comm comm(store, rank, size);
+    float x = 1.0f;
+    comm.all_reduce(&x, &x, 1, ReduceOp::sum);
+    comm.barrier();
+    const std::string path = dir.path() + "/rank" + std::to_string(rank) + ".json";
+    comm.dump_trace(path);
+    std::ifstream file(path);
+    const std::string json((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::vector<std::string> failures;
+    for (const std::string& needle : {std::string("\"format\": \"chorus-flight-record\""), "\"rank\": " + std::to_string(rank),
+                                      std::string("\"collective\": \"all_reduce\""), std::string("\"sequence\": 2")}) {
+      if (json.find(needle) == std::string::npos) failures.push_back("rank " + std::to_string(rank) + "'s dump lacks " + needle);
+    }
+    return failures;
   }));
 }
 

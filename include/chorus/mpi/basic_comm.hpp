@@ -37,6 +37,7 @@
 #include "../runtime/call_check.hpp"
 #include "../runtime/element_ops.hpp"
 #include "../runtime/flight_record_json.hpp"
+#include "../runtime/own_record.hpp"
 #include "../runtime/flight_recorder.hpp"
 #include "../runtime/collective_front.hpp"
 #include "../runtime/validate.hpp"
@@ -131,10 +132,7 @@ class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
   void dump_trace(const std::string& path) const {
     runtime::check_comm("dump_trace", state_ != nullptr);
     const detail::Endpoint& e = state_->endpoint;
-    runtime::RankRecord mine;
-    mine.rank = e.rank();
-    mine.calls = e.recorder().snapshot();
-    runtime::dump_flight_record(path, {mine}, runtime::DumpOrigin{e.comm_name().text, e.size()}, "dump_trace", e.name());
+    runtime::dump_own_record(path, e.recorder(), e.rank(), e.size(), e.comm_name(), e.name());
   }
 
   // MPI_Comm_split, with the contract's null communicator for colour < 0. Collective.

@@ -52,4 +52,14 @@ inline Error with_own_record(const Error& error, const FlightRecorder& recorder,
   return Error(error.code(), text);
 }
 
+// A communicator's dump_trace on a backend whose process holds one rank: that rank's flight record as
+// JSON, the format of host::Comm::dump_trace with one rank (chorus-trace-summary merges the files).
+inline void dump_own_record(const std::string& path, const FlightRecorder& recorder, int rank, int size,
+                            const CommName& comm, RankName name) {
+  RankRecord mine;
+  mine.rank = rank;
+  mine.calls = recorder.snapshot();
+  dump_flight_record(path, {mine}, DumpOrigin{comm.text, size}, "dump_trace", name);
+}
+
 }  // namespace chorus::runtime

@@ -49,6 +49,7 @@
 #include "../runtime/collective_front.hpp"
 #include "../runtime/element_ops.hpp"
 #include "../runtime/flight_record_json.hpp"
+#include "../runtime/own_record.hpp"
 #include "../runtime/flight_recorder.hpp"
 #include "../runtime/interpreter.hpp"
 #include "../runtime/schedule_cache.hpp"
@@ -154,10 +155,7 @@ class Comm : public runtime::CollectiveFront<Comm> {
   void dump_trace(const std::string& path) const {
     runtime::check_comm("dump_trace", state_ != nullptr);
     const detail::Endpoint& e = state_->endpoint;
-    runtime::RankRecord mine;
-    mine.rank = e.rank();
-    mine.calls = e.recorder().snapshot();
-    runtime::dump_flight_record(path, {mine}, runtime::DumpOrigin{e.comm_name().text, e.size()}, "dump_trace", e.name());
+    runtime::dump_own_record(path, e.recorder(), e.rank(), e.size(), e.comm_name(), e.name());
   }
 
   // Ranks of equal color form a new communicator (with its own segment), ordered by (key, rank);
