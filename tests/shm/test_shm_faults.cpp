@@ -232,4 +232,27 @@ TEST_CASE("shm::Comm: processes started for different WORLD_SIZEs get a clear er
   }));
 }
 
+TEST_CASE("shm::Comm: a failure in a split communicator releases the ranks waiting in its parent") {
+  expect_clean(shm_harness::run_processes(4, [](chorus::bootstrap::Store& store, int rank, int size) {
+    chorus::shm::Options options;
+    options.timeout_ms = 10000;
+    chorus::shm::Comm comm(store, rank, size, options);
+    chorus::shm::Comm part = comm.split(rank % 2, rank);
+    std::vector<std::string> failures;
+    const auto start = Clock::now();
+    std::string failure;
+    if (rank % 2 == 0) {  // ranks 0 and 2 disagree on a count in their own communicator
+      std::vector<float> data(8, 1.0f);
+      failure = expect_error("mismatched all_reduce in the split", ErrorCode::mismatch, "count",
+                             [&] { part.all_reduce(data.data(), data.data(), rank == 0 ? 8 : 7, ReduceOp::sum); });
+    } else {  // ranks 1 and 3 wait for them in the parent
+      failure = expect_error("barrier in the parent", ErrorCode::mismatch, "released because rank",
+                             [&] { comm.barrier(); });
+    }
+    if (!failure.empty()) failures.push_back(failure);
+    if (Clock::now() - start > std::chrono::seconds(3)) failures.push_back("the release took over 3 s");
+    return failures;
+  }));
+}
+
 }  // namespace test_shm_faults
