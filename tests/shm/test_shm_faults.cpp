@@ -232,6 +232,36 @@ TEST_CASE("shm::Comm: processes started for different WORLD_SIZEs get a clear er
   }));
 }
 
+TEST_CASE("shm::Comm: send and recv of different sizes, or a recv meeting a collective, give mismatch on both") {
+  expect_clean(shm_harness::run_processes(2, [](chorus::bootstrap::Store& store, int rank, int size) {
+    chorus::shm::Options options;
+    options.timeout_ms = 10000;
+    std::vector<std::string> failures;
+    {
+      chorus::shm::Comm comm(store, rank, size, options);
+      std::vector<std::int32_t> data(20, 7);
+      const std::string failure =
+          rank == 0 ? expect_error("send of 10", ErrorCode::mismatch, "", [&] { comm.send(data.data(), 10, 1); })
+                    : expect_error("recv of 20", ErrorCode::mismatch, "rank 0 sent 40 bytes; this recv expects 80",
+                                   [&] { comm.recv(data.data(), 20, 0); });
+      if (!failure.empty()) failures.push_back(failure);
+    }
+    {
+      chorus::shm::Options second = options;
+      second.key = "second";
+      chorus::shm::Comm comm(store, rank, size, second);
+      std::vector<float> data(4, 1.0f);
+      const std::string failure =
+          rank == 0 ? expect_error("all_reduce against a recv", ErrorCode::mismatch, "",
+                                   [&] { comm.all_reduce(data.data(), data.data(), 4, ReduceOp::sum); })
+                    : expect_error("recv against an all_reduce", ErrorCode::mismatch, "",
+                                   [&] { comm.recv(data.data(), 4, 0); });
+      if (!failure.empty()) failures.push_back(failure);
+    }
+    return failures;
+  }));
+}
+
 TEST_CASE("shm::Comm: a failure in a split communicator releases the ranks waiting in its parent") {
   expect_clean(shm_harness::run_processes(4, [](chorus::bootstrap::Store& store, int rank, int size) {
     chorus::shm::Options options;
