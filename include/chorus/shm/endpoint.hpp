@@ -33,30 +33,13 @@
 #include "../runtime/flight_recorder.hpp"
 #include "../runtime/own_record.hpp"
 #include "../runtime/wait.hpp"
+#include "../runtime/wire_call.hpp"
 #include "call_memory.hpp"
 #include "fifo.hpp"
 #include "layout.hpp"
 #include "segment.hpp"
 
 namespace chorus::shm::detail {
-
-inline SharedCall to_shared(const runtime::CallDescriptor& d, std::uint64_t sequence) {
-  return SharedCall{sequence, d.count, static_cast<std::int32_t>(d.kind), static_cast<std::int32_t>(d.type),
-                    static_cast<std::int32_t>(d.op), d.root, static_cast<std::int32_t>(d.pattern),
-                    d.in_place ? 1 : 0};
-}
-
-inline runtime::CallDescriptor from_shared(const SharedCall& w) {
-  runtime::CallDescriptor d;
-  d.kind = static_cast<runtime::CallKind>(w.kind);
-  d.type = static_cast<DataType>(w.type);
-  d.count = static_cast<std::size_t>(w.count);
-  d.op = static_cast<ReduceOp>(w.op);
-  d.root = w.root;
-  d.pattern = static_cast<algo::Pattern>(w.pattern);
-  d.in_place = w.in_place != 0;
-  return d;
-}
 
 // A mapped segment shared by the communicators of one process that use it (a communicator and the
 // family members that poll it for failures).
@@ -147,7 +130,7 @@ class Endpoint {
       throw explained(e);
     }
     RankControl& me = control(rank_);
-    me.calls[sequence_ % 2] = to_shared(descriptor, sequence_);
+    me.calls[sequence_ % 2] = runtime::to_wire(descriptor, sequence_);
     me.posted.store(sequence_, std::memory_order_release);
     std::fill(agreed_.begin(), agreed_.end(), 0);
     agreed_[static_cast<std::size_t>(rank_)] = 1;
@@ -264,12 +247,12 @@ class Endpoint {
         }
         continue;
       }
-      const SharedCall shared = theirs.calls[sequence_ % 2];
+      const runtime::WireCall shared = theirs.calls[sequence_ % 2];
       if (shared.sequence != sequence_) {
         throw make_error(ErrorCode::internal, call_, name(), "rank ", peer, "'s descriptor of call ", sequence_,
                          " was overwritten (it is at call ", shared.sequence, ")");
       }
-      const std::string difference = runtime::first_difference(mine_, rank_, from_shared(shared), peer);
+      const std::string difference = runtime::first_difference(mine_, rank_, runtime::from_wire(shared), peer);
       if (!difference.empty()) {
         const Error e = make_error(ErrorCode::mismatch, call_, name(), "ranks disagree: ", difference);
         fail(e);

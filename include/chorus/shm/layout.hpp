@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../runtime/wire_call.hpp"
+
 namespace chorus::shm::detail {
 
 inline constexpr std::uint64_t kMagic = 0x73756d6f6863ULL;  // "chorus" backwards, little-endian
@@ -27,15 +29,6 @@ inline constexpr std::size_t kLine = 64;
 inline constexpr std::size_t kReportBytes = 1536;
 
 inline constexpr std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
-
-// A call descriptor in shared memory: fixed-width fields, no padding (every rank may be a different
-// build of the same program, never a different layout: the version field guards that).
-struct SharedCall {
-  std::uint64_t sequence;
-  std::uint64_t count;
-  std::int32_t kind, type, op, root, pattern, in_place;
-};
-static_assert(sizeof(SharedCall) == 40, "SharedCall must have no padding");
 
 struct alignas(kLine) Header {
   std::uint64_t magic;
@@ -61,7 +54,7 @@ struct alignas(kLine) RankControl {
   std::uint64_t pid_namespace;          // inode of /proc/self/ns/pid: pids compare only within one
   std::atomic<std::int32_t> left;       // 1: destroyed its communicator normally
   std::atomic<std::uint64_t> posted;    // sequence of the last call whose descriptor is in calls[]
-  SharedCall calls[2];                  // calls[sequence % 2]
+  runtime::WireCall calls[2];           // calls[sequence % 2]
 };
 
 // A pair's one shared counter: slots released by the receiver (the sender reads it only when its ring
