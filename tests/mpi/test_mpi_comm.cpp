@@ -326,3 +326,50 @@ TEST_CASE("a rank with another root fails in the call, not only its neighbours",
   expect_every_rank_fails_on_a_root_mismatch<chorus::mpi::Comm>();
   expect_every_rank_fails_on_a_root_mismatch<chorus::mpi::NativeComm>();
 }
+
+namespace {
+// One call of an Endpoint alone (no data, no fault channel release before the result): begin, agree, finish.
+Outcome vote_once(chorus::mpi::detail::Endpoint& e, std::size_t count) {
+  chorus::runtime::CallDescriptor d;
+  d.kind = chorus::runtime::CallKind::all_reduce;
+  d.type = chorus::DataType::float32;
+  d.count = count;
+  d.op = ReduceOp::sum;
+  return attempt([&] {
+    e.begin("vote_test", d);
+    e.agree();
+    e.finish();
+  });
+}
+}  // namespace
+
+// Each rank in turn passes another count and arrives late. Only its ring neighbour sees that in the
+// descriptors; every other rank's neighbours agree with it (at 4 ranks: rank 2 differs, ranks 0 and 1
+// see nothing), so only the dissemination vote can tell them, and it must, before the failure is
+// reported on the fault channel (done here only after every rank has its result). A vote that misses
+// a round, or whose disagreeing rank stops passing it on, lets ranks return or time out instead.
+TEST_CASE("the vote tells every rank of a disagreement its neighbours cannot see", "[mpi][mismatch][vote]") {
+  const mpi_harness::Settle settle;
+  TimeoutFor timeout("3000");
+  const int size = mpi_harness::world_size();
+  for (int odd = 0; odd < size; ++odd) {
+    chorus::mpi::detail::Endpoint e(MPI_COMM_WORLD, nullptr, "vote_test");
+    for (int call = 0; call < 3; ++call) {  // agreeing calls first: the vote's messages stay in step
+      const Outcome agreed = vote_once(e, 64 + static_cast<std::size_t>(call));
+      INFO("rank " << e.rank() << ", call " << call << ": " << describe(agreed));
+      CHECK(!agreed.threw);
+    }
+    if (e.rank() == odd) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const Outcome o = vote_once(e, e.rank() == odd ? 63 : 64);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (o.threw) e.fail(chorus::Error(o.code, o.message));  // releases the abandoned requests, as Comm does
+    INFO("odd rank " << odd << ", rank " << e.rank() << ": " << describe(o));
+    CHECK(o.code == ErrorCode::mismatch);
+    const bool neighbour_sees = e.rank() == odd || e.rank() == (odd + 1) % size;
+    if (neighbour_sees) {
+      CHECK_THAT(o.message, Catch::Contains("count 63 on rank") || Catch::Contains("count 64 on rank"));
+    } else {
+      CHECK_THAT(o.message, Catch::Contains("ranks disagree: count 63 on some ranks, 64 on others"));
+    }
+  }
+}
