@@ -238,9 +238,13 @@ class Endpoint {
       auto& agreed = agreed_[static_cast<std::size_t>(peer)];
       if (agreed) continue;
       const RankControl& theirs = control(peer);
+      // `left` before `posted`: a peer sets left after its last post, so a peer seen to have left shows
+      // its final post. Read the other way round, a peer could post, finish this very call and leave
+      // between the two reads, and be taken for one that left before it.
+      const bool left = peer_left(peer);
       const std::uint64_t posted = theirs.posted.load(std::memory_order_acquire);
       if (posted < sequence_) {
-        if (peer_left(peer)) {
+        if (left) {
           throw make_error(ErrorCode::mismatch, call_, name(), "rank ", peer, " destroyed its communicator after ",
                            posted, " calls; this rank is at call ", sequence_, " (", runtime::to_string(mine_.kind),
                            "): a rank skipped or added a call");
@@ -267,7 +271,8 @@ class Endpoint {
     for (int peer = 0; peer < size_; ++peer) {
       if (!watched_[static_cast<std::size_t>(peer)] || peer_left(peer)) continue;
       const int pid = control(peer).pid.load(std::memory_order_acquire);
-      if (process_alive(pid)) continue;
+      // A peer that left and exited between the check above and this one is not dead: look again.
+      if (process_alive(pid) || peer_left(peer)) continue;
       const Error e = make_error(ErrorCode::peer_failed, call_, name(), "rank ", peer, " (pid ", pid,
                                  ") died without leaving the communicator (killed or crashed)");
       fail(e, peer);
