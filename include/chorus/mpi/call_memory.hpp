@@ -12,22 +12,13 @@
 
 namespace chorus::mpi::detail {
 
-// A call descriptor on the wire (runtime/wire_call.hpp, shared with the shm backend).
-using runtime::WireCall;
-
-// The descriptor fields every rank votes on (Endpoint::begin): maxima, then negated minima, so that
-// combining two votes is one elementwise maximum.
+// The descriptor fields every rank votes on (Endpoint::begin): maxima, then negated minima.
 inline constexpr int kVotedFields = 8;
-inline constexpr int kVoteWords = 2 * kVotedFields;
-// ceil(log2 ranks) rounds of the dissemination vote; an int rank count needs at most 31.
-inline constexpr int kMaxVoteRounds = 32;
 
 struct CallMemory {
-  WireCall outgoing;  // this rank's descriptor, sent to the next rank
-  WireCall incoming;  // the previous rank's
-  std::int64_t votes[kVoteWords] = {};                      // this rank's vote so far
-  std::int64_t votes_sent[kMaxVoteRounds][kVoteWords] = {};  // per round: MPI reads it until the send completes
-  std::int64_t votes_received[kMaxVoteRounds][kVoteWords] = {};
+  runtime::WireCall outgoing;  // this rank's descriptor, sent to the next rank
+  runtime::WireCall incoming;  // the previous rank's
+  std::int64_t votes[2 * kVotedFields] = {};
   std::vector<std::byte> scratch;                      // schedules' scratch space
   std::vector<std::vector<std::byte>> spare_staging;   // receive staging, reused
   std::vector<std::vector<std::byte>> abandoned;       // staging of receives cancelled after a failure

@@ -8,19 +8,10 @@
 // and receives the previous rank's: if every neighbour pair agrees, all ranks agree, at the cost of
 // one small message per call that overlaps the data movement. Waits poll that check, so a mismatch
 // is reported as soon as the neighbour's descriptor arrives, even while data is still awaited.
-//
-// With more than two ranks a rank whose neighbour agrees must still learn whether all do, before it
-// returns: every rank votes (the descriptor fields' minima and maxima) in a dissemination exchange
-// on `control`. In round k a rank sends its vote so far to rank + 2^k and combines the one from
-// rank - 2^k; round 0 is the descriptor message itself. After ceil(log2 n) rounds every rank has
-// every rank's fields (min and max are idempotent, so ranks counted twice at n not a power of two
-// do no harm). Point-to-point, not MPI_Iallreduce: at 4 processes one more small message instead of
-// a nonblocking collective's schedule, and a rank that sees a disagreement can pass it on at once.
 #pragma once
 
 #include "mpi_header.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,8 +22,8 @@
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/flight_recorder.hpp"
-#include "../runtime/wire_call.hpp"
 #include "../runtime/wait.hpp"
+#include "../runtime/wire_call.hpp"
 #include "call_memory.hpp"
 #include "check.hpp"
 #include "failure_record.hpp"
@@ -41,10 +32,10 @@
 namespace chorus::mpi::detail {
 
 inline constexpr int kDescriptorTag = 1;
-// Round k (k >= 1) of the vote on `control`: kVoteTag + k. Distinct from the descriptor's tag (and
-// from the fault channel's kAbortTag, which has a communicator of its own anyway).
-inline constexpr int kVoteTag = 16;
-static_assert(kVoteTag > kDescriptorTag && kVoteTag > kAbortTag, "vote tags collide");
+
+using runtime::from_wire;
+using runtime::to_wire;
+using runtime::WireCall;
 
 // Duplicates `comm` with errors returned as codes (check.hpp turns them into chorus::Error).
 inline MPI_Comm duplicate(MPI_Comm comm, const char* call) {
@@ -82,9 +73,6 @@ class Endpoint {
     p2p_ = duplicate(comm, call);
     MPI_Comm_rank(data_, &rank_);
     MPI_Comm_size(data_, &size_);
-    while ((1LL << rounds_) < size_) ++rounds_;
-    std::fill(vote_sent_, vote_sent_ + kMaxVoteRounds, MPI_REQUEST_NULL);  // MPI_REQUEST_NULL need not be 0
-    std::fill(vote_received_, vote_received_ + kMaxVoteRounds, MPI_REQUEST_NULL);
     comm_name_ = name_communicator(data_, rank_, call);
     if (!fault_) fault_ = std::make_shared<FaultChannel>(duplicate(comm, call));
     // Ranks sharing this node decide how waits back off (runtime/wait.hpp): more processes than
@@ -161,7 +149,7 @@ class Endpoint {
   }
 
   // Starts a collective call: posts this rank's descriptor to the next rank, the receive of the
-  // previous rank's, and the vote's receives. finish() completes both checks; every wait polls them.
+  // previous rank's, and this rank's vote. finish() completes both checks; every wait polls them.
   void begin(const char* call, const runtime::CallDescriptor& descriptor) {
     enter(call);
     ++sequence_;
@@ -189,7 +177,7 @@ class Endpoint {
     }
   }
 
-  // Waits (bounded) until this rank has every rank's vote, and throws mismatch if any differ. Called before
+  // Waits (bounded) until every rank has voted, and throws mismatch if any differ. Called before
   // anything that must not start unless all agree: MPI's blocking calls (MPI_Comm_split) and MPI's
   // collectives, which abort the whole job on mismatched sizes (their errors go to MPI_COMM_WORLD's
   // fatal handler, not this communicator's); and by finish(), so no call returns before it.
@@ -199,7 +187,7 @@ class Endpoint {
       poll();  // compares
       return;
     }
-    if (!voted_) wait_for([&] { return voted_; }, [] { return std::string("every rank to agree on the call"); });
+    if (!voted_) wait(&vote_, 1, [] { return std::string("every rank to agree on the call"); });
     evaluate_vote();
   }
 
@@ -211,25 +199,21 @@ class Endpoint {
   }
 
   // A failure mid-call: tell the family (releasing every peer), then the caller rethrows.
-  void fail(const Error& error) {
-    fault_->raise(error.code(), error.what());
-    abandon_checks();
-  }
+  void fail(const Error& error) { fault_->raise(error.code(), error.what()); }
 
   // Family failures, the neighbour's descriptor and the vote; throws on any of them.
   void poll() {
     fault_->poll(call_, name());
-    advance_checks();
-  }
-
-  // The neighbour's descriptor and the vote, as far as the messages that have arrived allow.
-  void advance_checks() {
     if (!checked_) {
       int done = 0;
       check_mpi(MPI_Testall(2, check_, &done, MPI_STATUSES_IGNORE), call_, name(), "MPI_Testall");
       if (done) compare();
     }
-    if (!voted_) advance_vote();
+    if (!voted_) {
+      int done = 0;
+      check_mpi(MPI_Test(&vote_, &done, MPI_STATUS_IGNORE), call_, name(), "MPI_Test");
+      if (done) evaluate_vote();
+    }
   }
 
   // Waits until ready() is true, polling for failures; `waiting_for()` describes what is awaited
@@ -237,14 +221,7 @@ class Endpoint {
   template <class Ready, class Describe>
   void wait_for(Ready&& ready, Describe&& waiting_for) {
     runtime::wait_until(
-        timeout_ms_, yields_,
-        [&] {
-          // The vote moves on whenever this rank looks at MPI, also in waits that end at once, so its
-          // rounds overlap the data movement instead of starting when the data is in.
-          if (!voted_) advance_checks();
-          return ready();
-        },
-        [&] { poll(); },
+        timeout_ms_, yields_, ready, [&] { poll(); },
         [&]() -> long {
           // A rank whose neighbour has arrived waits once more, so the rank still missing its
           // neighbour times out first and the error every rank gets names the absent one.
@@ -309,99 +286,25 @@ class Endpoint {
     }
   }
 
-  // begin()'s messages: this rank's descriptor to the next rank (round 0 of the vote too), the
-  // previous rank's, and the receives of the vote's later rounds.
+  // begin()'s messages: this rank's descriptor to the next rank, the previous rank's, and the vote.
   void post_checks(const runtime::CallDescriptor& descriptor) {
-    memory_->outgoing = runtime::to_wire(descriptor, sequence_);
+    memory_->outgoing = to_wire(descriptor, sequence_);
     memory_->incoming = WireCall{};
     check_mpi(MPI_Isend(&memory_->outgoing, sizeof(WireCall), MPI_BYTE, (rank_ + 1) % size_, kDescriptorTag,
                         control_, &check_[0]), call_, name(), "MPI_Isend");
     check_mpi(MPI_Irecv(&memory_->incoming, sizeof(WireCall), MPI_BYTE, previous(), kDescriptorTag, control_,
                         &check_[1]), call_, name(), "MPI_Irecv");
-    if (voted_) return;
-    vote_of(memory_->outgoing, memory_->votes);
-    combined_ = 0;
-    sent_ = 1;  // round 0's message is the descriptor, just sent
-    for (int k = 1; k < rounds_; ++k) {
-      check_mpi(MPI_Irecv(memory_->votes_received[k], kVoteWords, MPI_INT64_T, peer_at(-(1LL << k)), kVoteTag + k,
-                          control_, &vote_received_[k]), call_, name(), "MPI_Irecv");
-    }
-  }
-
-  // One descriptor's vote: its fields as the maxima, minus them as the minima.
-  static void vote_of(const WireCall& w, std::int64_t* vote) {
+    const WireCall& w = memory_->outgoing;
     const std::int64_t fields[kVotedFields] = {static_cast<std::int64_t>(w.sequence), w.kind, w.type,
                                                static_cast<std::int64_t>(w.count), w.op, w.root, w.pattern,
                                                w.in_place};
     for (int i = 0; i < kVotedFields; ++i) {
-      vote[i] = fields[i];
-      vote[kVotedFields + i] = -fields[i];
+      memory_->votes[i] = fields[i];                  // the maximum
+      memory_->votes[kVotedFields + i] = -fields[i];  // minus the minimum
     }
-  }
-
-  // The rank `offset` places along the ring (offset may be negative, |offset| < size).
-  int peer_at(long long offset) const { return static_cast<int>((rank_ + offset + size_) % size_); }
-
-  // Folds a vote (maxima, then negated minima) into this rank's.
-  void combine(const std::int64_t* other) {
-    for (int i = 0; i < kVoteWords; ++i) memory_->votes[i] = std::max(memory_->votes[i], other[i]);
-  }
-
-  bool disagrees() const {
-    for (int i = 0; i < kVotedFields; ++i) {
-      if (memory_->votes[i] != -memory_->votes[kVotedFields + i]) return true;
-    }
-    return false;
-  }
-
-  // Sends the vote's next round, whose message is this rank's vote after the rounds before it. A
-  // rank that already sees a disagreement sends every remaining round at once, so the ranks after
-  // it learn it from the vote even though this rank throws and stops here.
-  void pass_on() {
-    const int last = disagrees() ? rounds_ : std::min(combined_ + 1, rounds_);
-    for (; sent_ < last; ++sent_) {
-      std::copy(memory_->votes, memory_->votes + kVoteWords, memory_->votes_sent[sent_]);
-      check_mpi(MPI_Isend(memory_->votes_sent[sent_], kVoteWords, MPI_INT64_T, peer_at(1LL << sent_),
-                          kVoteTag + sent_, control_, &vote_sent_[sent_]), call_, name(), "MPI_Isend");
-    }
-  }
-
-  // Moves the vote on as far as the messages that have arrived allow (round 0, the neighbour's
-  // descriptor, is folded in by compare()); throws mismatch as soon as the votes seen differ. Done
-  // once every round is folded in and this rank's own messages have gone, so none is in flight
-  // from the call memory when the call returns.
-  void advance_vote() {
-    while (combined_ >= 1 && combined_ < rounds_) {
-      int done = 0;
-      check_mpi(MPI_Test(&vote_received_[combined_], &done, MPI_STATUS_IGNORE), call_, name(), "MPI_Test");
-      if (!done) return;
-      combine(memory_->votes_received[combined_]);
-      ++combined_;
-      pass_on();
-      if (disagrees()) evaluate_vote();  // throws
-    }
-    if (combined_ < rounds_) return;
-    int done = 0;
-    check_mpi(MPI_Testall(rounds_ - 1, vote_sent_ + 1, &done, MPI_STATUSES_IGNORE), call_, name(), "MPI_Testall");
-    if (done) evaluate_vote();
-  }
-
-  // After a failure: the checks' messages may never be matched now (a peer stopped at the failure).
-  // Open receives are cancelled and every request released, so none is left to a later wait; MPI may
-  // still write or read the call memory, which a failed communicator never frees (~Endpoint).
-  void abandon_checks() {
-    const auto release = [](MPI_Request& request, bool receive) {
-      if (request == MPI_REQUEST_NULL) return;
-      if (receive) MPI_Cancel(&request);
-      MPI_Request_free(&request);
-    };
-    release(check_[0], false);
-    release(check_[1], true);
-    for (int k = 1; k < kMaxVoteRounds; ++k) {
-      release(vote_sent_[k], false);
-      release(vote_received_[k], true);
-    }
-    checked_ = voted_ = evaluated_ = true;
+    if (voted_) return;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, memory_->votes, 2 * kVotedFields, MPI_INT64_T, MPI_MAX, control_, &vote_),
+              call_, name(), "MPI_Iallreduce");
   }
 
   void evaluate_vote() {
@@ -439,14 +342,7 @@ class Endpoint {
   void compare() {
     checked_ = true;
     const WireCall& incoming = memory_->incoming;
-    if (!voted_ && combined_ == 0) {  // the vote's round 0: fold in the neighbour's fields, then pass on
-      std::int64_t vote[kVoteWords];
-      vote_of(incoming, vote);
-      combine(vote);
-      combined_ = 1;
-      pass_on();
-    }
-    const runtime::CallDescriptor theirs = runtime::from_wire(incoming);
+    const runtime::CallDescriptor theirs = from_wire(incoming);
     if (incoming.sequence != sequence_) {
       throw make_error(ErrorCode::mismatch, call_, name(), "rank ", previous(), " is at call ", incoming.sequence,
                        " (", runtime::to_string(theirs.kind), ") while this rank is at call ", sequence_, " (",
@@ -477,14 +373,10 @@ class Endpoint {
   bool grace_used_ = false;
   std::unique_ptr<CallMemory> memory_ = std::make_unique<CallMemory>();
   MPI_Request check_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  int rounds_ = 0;    // of the vote: ceil(log2 size)
-  int combined_ = 0;  // rounds folded into this rank's vote in the current call
-  int sent_ = 0;      // rounds whose message this rank has sent in the current call
-  MPI_Request vote_sent_[kMaxVoteRounds] = {};
-  MPI_Request vote_received_[kMaxVoteRounds] = {};
+  MPI_Request vote_ = MPI_REQUEST_NULL;
   MPI_Request drain_ = MPI_REQUEST_NULL;
   bool drain_posted_ = false;
-  bool voted_ = true;      // every round folded in, this rank's vote messages gone
+  bool voted_ = true;      // the vote's request has completed
   bool evaluated_ = true;  // and its result has been looked at
 };
 
