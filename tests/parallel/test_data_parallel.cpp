@@ -17,6 +17,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace test_data_parallel {
@@ -269,11 +270,19 @@ TEST_CASE("The linear scaling rule with gradual warmup (Goyal et al. 2017)", "[p
   CHECK(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, 0, 100).warmup_steps() == 0);
   CHECK(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, 0.5, 3).warmup_steps() == 1);  // rounded down
   // Epoch counts with no step count: refused, not cast (undefined behaviour).
-  for (const double epochs : {-1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e30}) {
+  // The message names the call and the value given.
+  const std::vector<std::pair<double, std::string>> refused = {
+      {-1.0, "warmup_epochs -1 x"}, {-0.5, "warmup_epochs -0.5 x"}, {std::nan(""), "warmup_epochs nan x"},
+      {std::numeric_limits<double>::infinity(), "warmup_epochs inf x"}, {1e30, "warmup_epochs 1e+30 x"},
+      {1.9e17, "warmup_epochs 1.9e+17 x steps_per_epoch 100"}};  // 1.9e19 steps: past 2^64 (1.8447e19)
+  for (const auto& [epochs, text] : refused) {
     INFO(epochs);
     CHECK_THROWS_WITH(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, epochs, 100),
-                      Catch::Matchers::Contains("with_warmup_epochs: warmup_epochs"));
+                      Catch::Matchers::Contains("chorus::parallel::LinearScalingLr::with_warmup_epochs: " + text));
   }
+  // Just under 2^64 steps is a count, and is kept exactly (1.8e19 is a double holding an integer).
+  CHECK(LinearScalingLr::with_warmup_epochs(0.1, 256, 1024, 1.8e17, 100).warmup_steps() ==
+        std::uint64_t{18000000000000000000u});
 }
 
 }  // namespace test_data_parallel
