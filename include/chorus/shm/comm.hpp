@@ -75,6 +75,15 @@ class Comm : public runtime::CollectiveFront<Comm> {
   explicit operator bool() const { return state_ != nullptr; }
   // The communicator's wait bound in milliseconds.
   long timeout_ms() const { return state_ ? state_->endpoint.timeout_ms() : 0; }
+  // Changes the wait bound of later calls (a framework's per-call timeout); same range as
+  // Options::timeout_ms, 0 meaning CHORUS_TIMEOUT_MS. Only the thread that makes calls may change it.
+  void set_timeout_ms(long ms) {
+    runtime::check_comm("set_timeout_ms", state_ != nullptr);
+    Options options;
+    options.timeout_ms = ms;
+    detail::check_options(options, "set_timeout_ms", rank());
+    state_->endpoint.set_timeout_ms(detail::timeout_of(options));
+  }
   // Bytes of shared memory this communicator maps (the same on every rank).
   std::size_t segment_bytes() const { return state_ ? state_->endpoint.segment()->bytes() : 0; }
 
@@ -148,6 +157,15 @@ class Comm : public runtime::CollectiveFront<Comm> {
     runtime::check_comm("abort", state_ != nullptr);
     detail::Endpoint& e = state_->endpoint;
     e.fail(make_error(ErrorCode::peer_failed, "abort", e.name(), "this rank called abort()"));
+  }
+
+  // abort() for another thread: safe while the thread that owns the communicator is inside a call
+  // (the failure is one atomic write to the segment, which that call's next poll reads and throws).
+  // `why` goes into the report every rank of the family is released with.
+  void interrupt(const std::string& why) {
+    runtime::check_comm("interrupt", state_ != nullptr);
+    detail::Endpoint& e = state_->endpoint;
+    e.fail(make_error(ErrorCode::peer_failed, "interrupt", e.name(), why));
   }
 
   // This rank's flight record as JSON (the format of host::Comm::dump_trace, one rank); give each rank

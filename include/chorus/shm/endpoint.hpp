@@ -90,6 +90,7 @@ class Endpoint {
   const char* call() const { return call_; }
   std::uint64_t sequence() const { return sequence_; }
   long timeout_ms() const { return timeout_ms_; }
+  void set_timeout_ms(long ms) { timeout_ms_ = ms; }
   const Layout& layout() const { return layout_; }
   const SegmentPtr& segment() const { return segment_; }
   const SegmentPtr& family() const { return family_; }
