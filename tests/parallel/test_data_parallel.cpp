@@ -166,6 +166,44 @@ TEST_CASE("PyTorch's rule: add, then close at or past the cap; ordered by the fi
   check_plan_rules(tensors, never, BucketOptions{});
 }
 
+TEST_CASE("PyTorch's rule with several element types: a cap sequence per type, sorted by smallest index",
+          "[parallel][buckets]") {
+  // DDP's first call, _compute_bucket_assignment_by_size(params, [1 MiB, 25 MiB]): tensors in registration
+  // order, one open bucket and one cap iterator per type (BucketKey), a bucket closes once its size is >= the
+  // type's current cap and that type's iterator moves to 25 MiB; the leftovers are appended, then every bucket
+  // is sorted by its smallest index. Worked by hand from that algorithm:
+  //   0 f32 0.5   open f32 {0} 0.5
+  //   1 f64 0.75  open f64 {1} 0.75
+  //   2 f32 0.5   f32 {0,2} = 1 >= 1: close; f32 cap -> 25
+  //   3 f64 0.5   f64 {1,3} = 1.25 >= 1: close; f64 cap -> 25
+  //   4 f32 10    open f32 {4} 10
+  //   5 f16 2     f16 {5} = 2 >= 1 (f16's first cap): close; f16 cap -> 25
+  //   6 f64 24    open f64 {6} 24
+  //   7 f32 15    f32 {4,7} = 25 >= 25: close
+  //   8 f64 1     f64 {6,8} = 25 >= 25: close
+  //   9 f16 0.5   open f16 {9}
+  //  10 f32 0.25  open f32 {10}
+  // closed {0,2} {1,3} {5} {4,7} {6,8}, leftovers {9} {10}; by smallest index:
+  //   {0,2} {1,3} {4,7} {5} {6,8} {9} {10}
+  auto mib = [](DataType type, double m) {
+    return TensorSpec{type, static_cast<std::size_t>(m * kMiB) / chorus::size_of(type)};
+  };
+  const DataType f32 = DataType::float32, f64 = DataType::float64, f16 = DataType::float16;
+  const std::vector<TensorSpec> tensors = {mib(f32, 0.5), mib(f64, 0.75), mib(f32, 0.5),  mib(f64, 0.5),
+                                           mib(f32, 10),  mib(f16, 2),    mib(f64, 24),   mib(f32, 15),
+                                           mib(f64, 1),   mib(f16, 0.5),  mib(f32, 0.25)};
+  BucketOptions pytorch;
+  pytorch.rule = BucketRule::close_after_crossing;
+  const auto plan = plan_buckets(tensors, pytorch, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  std::vector<Indices> got;
+  for (const auto& bucket : plan.buckets) got.push_back(bucket.tensors);
+  CHECK(got == std::vector<Indices>{{0, 2}, {1, 3}, {4, 7}, {5}, {6, 8}, {9}, {10}});
+  CHECK(plan.buckets[2].bytes() == 25 * kMiB);  // reaching the cap exactly closes the bucket
+  CHECK(plan.buckets[3].type == f16);
+  CHECK(plan.bucket_of[7] == 2);
+  CHECK(plan.offset_of[7] == 10 * kMiB / 4);  // after tensor 4's 10 MiB of float32
+}
+
 TEST_CASE("The plan takes an observed ready order, and rejects one that is not a permutation", "[parallel][buckets]") {
   const std::vector<TensorSpec> tensors(4, floats(kMiB / 2));
   const auto plan = plan_buckets(tensors, {}, {1, 0, 3, 2});
