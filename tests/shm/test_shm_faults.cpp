@@ -193,6 +193,62 @@ TEST_CASE("shm::Comm: abort() releases every peer with peer_failed naming the ra
   }));
 }
 
+TEST_CASE("shm::Comm: interrupt() from another thread releases the rank's own call and every peer") {
+  expect_clean(shm_harness::run_processes(3, [](chorus::bootstrap::Store& store, int rank, int size) {
+    chorus::shm::Options options;
+    options.timeout_ms = 20000;
+    chorus::shm::Comm comm(store, rank, size, options);
+    std::vector<std::string> failures;
+    std::vector<float> data(100, 1.0f);
+    // Rank 2 never calls, so ranks 0 and 1 wait; rank 0's second thread interrupts while its first waits.
+    if (rank == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return failures;
+    }
+    std::thread interrupter;
+    if (rank == 0) {
+      interrupter = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        comm.interrupt("the framework aborted this group");
+      });
+    }
+    const auto start = Clock::now();
+    const std::string failure = expect_error("all_reduce while interrupted", ErrorCode::peer_failed,
+                                             "the framework aborted this group",
+                                             [&] { comm.all_reduce(data.data(), data.data(), 100, ReduceOp::sum); });
+    if (interrupter.joinable()) interrupter.join();
+    if (!failure.empty()) failures.push_back(failure);
+    if (Clock::now() - start > std::chrono::seconds(2)) failures.push_back("interrupt took over 2 s to release");
+    return failures;
+  }));
+}
+
+TEST_CASE("shm::Comm: set_timeout_ms bounds later calls; a bad value is refused") {
+  expect_clean(shm_harness::run_processes(2, [](chorus::bootstrap::Store& store, int rank, int size) {
+    chorus::shm::Options options;
+    options.timeout_ms = 20000;
+    chorus::shm::Comm comm(store, rank, size, options);
+    std::vector<std::string> failures;
+    const std::string bad = expect_error("set_timeout_ms(-1)", ErrorCode::invalid_argument, "-1",
+                                         [&] { comm.set_timeout_ms(-1); });
+    if (!bad.empty()) failures.push_back(bad);
+    if (comm.timeout_ms() != 20000) failures.push_back("a refused timeout changed the communicator's");
+    comm.set_timeout_ms(300);
+    if (comm.timeout_ms() != 300) failures.push_back("set_timeout_ms(300) did not take");
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+      return failures;
+    }
+    std::vector<float> data(10, 1.0f);
+    const auto start = Clock::now();
+    const std::string failure = expect_error("all_reduce after set_timeout_ms(300)", ErrorCode::timeout, "300 ms",
+                                             [&] { comm.all_reduce(data.data(), data.data(), 10, ReduceOp::sum); });
+    if (!failure.empty()) failures.push_back(failure);
+    if (Clock::now() - start > std::chrono::milliseconds(1000)) failures.push_back("the 300 ms timeout took over 1 s");
+    return failures;
+  }));
+}
+
 TEST_CASE("shm::Comm: a segment name left by a job killed during setup is never joined; a new job runs") {
   shm_harness::TempDir dir;
   // Job 1: its rank 0 publishes a segment and is killed before anyone joins (the name stays).

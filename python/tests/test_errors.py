@@ -1,0 +1,96 @@
+"""What a failure looks like on every rank. Started by launch.py (no torchrun agent to stop the
+survivors). MODE is one of:
+
+  mismatch   rank 0 all-reduces 100 floats, the others 99: every rank raises DistBackendError naming
+             rank 0 and another rank with their counts;
+  absent     the last rank never calls: the others raise DistBackendError within the group's timeout
+             (2 s) plus a second;
+  wait       Work.wait(timeout) shorter than the call: raises DistBackendError at once, and the call
+             itself still completes once the late rank arrives;
+  kill       DDP training; the last rank SIGKILLs itself at step 3: every survivor raises within 5 s,
+             and no chorus segment is left in /dev/shm afterwards (checked by the last survivor).
+Every rank exits 0 when it saw what it should.
+"""
+
+import os
+import signal
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+mode = sys.argv[1]
+dist.init_process_group("chorus", timeout=timedelta(seconds=2))
+rank, n = dist.get_rank(), dist.get_world_size()
+last = n - 1
+
+
+def chorus_segments():
+    return sorted(f for f in os.listdir("/dev/shm") if f.startswith(f"chorus-"))
+
+
+def expect_error(fn, *words, within=None):
+    start = time.monotonic()
+    try:
+        fn()
+    except dist.DistBackendError as e:
+        took = time.monotonic() - start
+        message = str(e).splitlines()[0]
+        missing = [w for w in words if w not in message]
+        if missing:
+            raise AssertionError(f"rank {rank}: the error lacks {missing}: {message}")
+        if within is not None and took > within:
+            raise AssertionError(f"rank {rank}: raised after {took:.1f} s, more than {within} s: {message}")
+        print(f"rank {rank}: raised after {took:.2f} s: {message[:300]}", flush=True)
+        return
+    raise AssertionError(f"rank {rank}: no DistBackendError")
+
+
+if mode == "mismatch":
+    t = torch.ones(100 if rank == 0 else 99)
+    expect_error(lambda: dist.all_reduce(t), "rank 0", "100", "99", "disagree", within=5)
+elif mode == "absent":
+    if rank != last:
+        expect_error(lambda: dist.all_reduce(torch.ones(8)), "2000 ms", f"rank {last}", within=3.5)
+    else:
+        time.sleep(4)
+elif mode == "wait":
+    if rank != last:
+        t = torch.ones(8)
+        work = dist.all_reduce(t, async_op=True)
+        expect_error(lambda: work.wait(timeout=timedelta(milliseconds=200)), "timed out", within=1)
+        work.wait()
+        assert torch.equal(t, torch.full((8,), float(n))), t
+    else:
+        time.sleep(1)
+        t = torch.ones(8)
+        dist.all_reduce(t)
+elif mode == "kill":
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    def train():
+        for step in range(100):
+            if rank == last and step == 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+            opt.zero_grad()
+            model(torch.randn(16, 32)).sum().backward()
+            opt.step()
+    # A survivor may also be told by torch (DDP's own checks) rather than by chorus: both are
+    # DistBackendError naming the dead rank's failure.
+    expect_error(train, within=5)
+    if rank == 0:
+        time.sleep(0.5)
+        left = chorus_segments()
+        if left:
+            raise AssertionError(f"chorus left shared memory behind: {left}")
+        print("rank 0: /dev/shm holds no chorus segment", flush=True)
+    os._exit(0)  # the group is failed: leave without torch's teardown collectives
+else:
+    raise SystemExit(f"unknown mode {mode}")
+os._exit(0)
