@@ -16,6 +16,8 @@
 #include <chorus/core/error.hpp>
 #include <chorus/host.hpp>
 #include <chorus/shm.hpp>
+
+#include "cpu_binding.hpp"
 #if defined(CHORUS_BENCH_MPI)
 #include <chorus/mpi.hpp>
 #endif
@@ -35,16 +37,23 @@ inline std::string host_name() {
   return name;
 }
 
+// bind: each rank thread on a CPU of its own (cpu_binding::cpu_for_rank), bound again on every run's new threads.
 class HostBackend {
  public:
-  explicit HostBackend(int ranks) : team_(ranks) {}
+  HostBackend(int ranks, bool bind) : team_(ranks) {
+    for (int r = 0; r < ranks; ++r) cpus_.push_back(cpu_binding::cpu_for_rank(bind, r, ranks));
+  }
   static constexpr const char* kName = "host";
   int ranks() const { return team_.size(); }
   bool prints() const { return true; }
   std::string description() const { return "the host backend (ranks are threads of one process)"; }
   template <class Fn>
   void run(Fn&& fn) {
-    team_.run(fn);
+    team_.run([&](auto& comm) {
+      const int cpu = cpus_[static_cast<std::size_t>(comm.rank())];
+      if (cpu >= 0) cpu_binding::pin_current_thread(cpu);
+      fn(comm);
+    });
   }
   void merge(RankTimes&) const {}  // the threads wrote every entry
   chorus::host::Team& team() { return team_; }
@@ -52,18 +61,25 @@ class HostBackend {
     std::vector<std::string> lines;
     const std::string host = host_name();
     for (int r = 0; r < ranks(); ++r) {
-      lines.push_back(chorus::detail::concat("Rank ", r, " Pid ", getpid(), " on ", host, " host thread ", r));
+      lines.push_back(chorus::detail::concat("Rank ", r, " Pid ", getpid(), " on ", host, " host thread ", r,
+                                         cpu_binding::describe(cpus_[static_cast<std::size_t>(r)])));
     }
     return lines;
   }
 
  private:
   chorus::host::Team team_;
+  std::vector<int> cpus_;  // per rank; -1: unbound
 };
 
+// bind: this process's rank on a CPU of its own (every rank of an shm job is on this machine), unless the
+// launcher left it fewer CPUs than there are ranks (mpirun --bind-to core: its binding stands).
 class ShmBackend {
  public:
-  ShmBackend() : comm_(chorus::shm::from_environment()) {}
+  explicit ShmBackend(bool bind) : comm_(chorus::shm::from_environment()) {
+    cpu_ = cpu_binding::cpu_for_rank(bind, comm_.rank(), comm_.size());
+    if (cpu_ >= 0) cpu_binding::pin_current_thread(cpu_);
+  }
   int ranks() const { return comm_.size(); }
   bool prints() const { return comm_.rank() == 0; }
   std::string description() const {
@@ -80,20 +96,22 @@ class ShmBackend {
     comm_.all_reduce(times.wrong.data(), times.wrong.data(), times.wrong.size(), chorus::ReduceOp::sum);
   }
   std::vector<std::string> devices() {
-    const std::int32_t pid = static_cast<std::int32_t>(getpid());
-    std::vector<std::int32_t> pids(static_cast<std::size_t>(ranks()));
-    comm_.all_gather(&pid, pids.data(), 1);
+    const std::int32_t mine[2] = {static_cast<std::int32_t>(getpid()), cpu_};
+    std::vector<std::int32_t> pids(2 * static_cast<std::size_t>(ranks()));
+    comm_.all_gather(mine, pids.data(), 2);
     std::vector<std::string> lines;
     const std::string host = host_name();
     for (int r = 0; r < ranks(); ++r) {
-      lines.push_back(chorus::detail::concat("Rank ", r, " Pid ", pids[static_cast<std::size_t>(r)], " on ", host,
-                                             " shm process ", r));
+      const auto at = 2 * static_cast<std::size_t>(r);
+      lines.push_back(chorus::detail::concat("Rank ", r, " Pid ", pids[at], " on ", host, " shm process ", r,
+                                             cpu_binding::describe(pids[at + 1])));
     }
     return lines;
   }
 
  private:
   chorus::shm::Comm comm_;
+  std::int32_t cpu_ = -1;
 };
 
 #if defined(CHORUS_BENCH_MPI)

@@ -41,7 +41,8 @@ inline nlohmann::json to_json(const bench::Result& result) {
 }
 
 // One entry per row; `predicted` may be shorter than `rows` or empty (no prediction). `counts`: the calls
-// each row's samples made (per placement: "warmup", "iters"), one per row.
+// each row's samples made (per placement: "warmup", "iters", and "loops", the loops those calls were timed in,
+// 1 with -n; by time also "loops_us", each loop's time, whose nearest-rank median is "time_us"), one per row.
 //   "iters": -n, or null when chosen by time; "min_time_s": --min-time then, else null; "warmup": -w (exact
 //   with -n, the least number without).
 inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row>& rows, const Predictions& predicted,
@@ -73,6 +74,12 @@ inline nlohmann::json document(const RunInfo& info, const std::vector<bench::Row
         nlohmann::json& at = doc["rows"].back()[placements[p]];
         at["warmup"] = counts[i].warmup[p];
         at["iters"] = counts[i].iters[p];
+        at["loops"] = counts[i].loops[p];
+        if (!counts[i].loop_seconds[p].empty()) {  // by time: each loop's figure; time_us is their median
+          nlohmann::json us = nlohmann::json::array();
+          for (double t : counts[i].loop_seconds[p]) us.push_back(t * 1e6);
+          at["loops_us"] = us;
+        }
         const std::vector<double>& seconds = counts[i].samples_seconds[p];
         if (seconds.size() > 1) {  // chorus-bench --repeats: every sample, and the spread
           nlohmann::json us = nlohmann::json::array();

@@ -3,7 +3,7 @@
 # the table left exactly nccl-tests' shape when none of them is given; and the rule that counts a sample's
 # calls (bench/sample_timing.hpp): -n exact, without it chosen by --min-time and at least 20, shown in two
 # more columns and in the JSON.
-import csv, json, os, re, subprocess, sys, tempfile, xml.dom.minidom
+import csv, json, os, re, subprocess, sys, tempfile, time, xml.dom.minidom
 
 tool = sys.argv[1]
 common = ['--ranks', '2', '-b', '1K', '-e', '64K', '-f', '4', '-n', '2', '-w', '1']
@@ -62,6 +62,8 @@ with tempfile.TemporaryDirectory() as tmp:
     doc = json.load(open(out_json))
     assert doc['iters'] == 3 and doc['warmup'] == 2 and doc['min_time_s'] is None, doc
     assert all(r[p]['iters'] == 3 and r[p]['warmup'] == 2 for r in doc['rows'] for p in ('out_of_place', 'in_place'))
+    # ... in one loop: nccl-tests' mean of N calls, no loop figures.
+    assert all(r[p]['loops'] == 1 and 'loops_us' not in r[p] for r in doc['rows'] for p in ('out_of_place', 'in_place'))
     assert 'warmup iters: 2 iters: 3 ' in doc_run.stdout, doc_run.stdout
     # Without -n (common's -n 2 left out): a tiny --min-time gives the least, 20 calls; the warm-up makes at
     # least -w; the table has two more columns, the counts, matching the JSON.
@@ -77,12 +79,27 @@ with tempfile.TemporaryDirectory() as tmp:
         for r, j in zip(rows, doc['rows']):
             assert [int(r[13]), int(r[14])] == [j['out_of_place']['iters'], j['in_place']['iters']], (r, j)
             assert all(j[p]['warmup'] >= 1 for p in ('out_of_place', 'in_place')), j
+        # The calls are timed in loops of at least 20 calls, at most 20 loops, each loop's figure in the JSON
+        # and the row's time the nearest-rank median loop's (bench/sample_timing.hpp).
+        for j in doc['rows']:
+            for p in ('out_of_place', 'in_place'):
+                at = j[p]
+                loops = at['loops']
+                assert 1 <= loops <= 20 and at['iters'] % loops == 0 and at['iters'] // loops >= 20, at
+                assert loops == 20 or at['iters'] < 420, at  # 20 loops from 400 calls on
+                assert len(at['loops_us']) == loops, at
+                median = sorted(at['loops_us'])[(loops + 1) // 2 - 1]
+                assert abs(at['time_us'] - median) <= 1e-9 * median, at
         made = [j[p]['iters'] for j in doc['rows'] for p in ('out_of_place', 'in_place')]
         if least == 20:
             assert made == [20] * 14, made
+            assert all(j[p]['loops'] == 1 for j in doc['rows'] for p in ('out_of_place', 'in_place')), doc
         else:
             # 2 ms of 8-byte calls on two threads: more than 20 (a call takes a microsecond or less).
             assert doc['rows'][0]['out_of_place']['iters'] >= least, made
+            # ... and with 400 calls or more, 20 loops.
+            assert all(j[p]['loops'] == 20 for j in doc['rows'] for p in ('out_of_place', 'in_place')
+                       if j[p]['iters'] >= 400), doc
     # --repeats: every sample in the JSON, the row's time the nearest-rank median of them, their max/min in two
     # more columns (after the counts' columns when the counts are chosen by time).
     for timing, columns in ((['-n', '3'], 15), (['--min-time', '1us'], 17)):
@@ -106,6 +123,39 @@ with tempfile.TemporaryDirectory() as tmp:
         assert done.returncode == 2 and 'chorus-bench: error: ' in done.stderr, (bad, done.stderr)
     done = subprocess.run([tool, '--min-time', '0'], capture_output=True, text=True)
     assert done.returncode == 2 and '--min-time expects a positive time' in done.stderr, done.stderr
+
+    # --bind core (the default): rank r's thread on the r-th CPU the process may use, when there are enough
+    # CPUs; the preamble says where each rank is. Seen from outside while it runs: /proc's affinity of the
+    # rank threads, one CPU each.
+    allowed = sorted(os.sched_getaffinity(0))
+    one = ['-b', '8', '-e', '8', '-n', '1', '-w', '0']
+
+    def placed(*args, cpus=None):
+        done = subprocess.run([tool] + list(args) + one, capture_output=True, text=True,
+                              preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+        assert done.returncode == 0, done.stderr
+        return re.findall(r'^#  Rank (\d+) .* host thread \d+ (bound to CPU (\d+)|unbound)$', done.stdout, re.M)
+
+    if len(allowed) >= 2:
+        assert placed('--ranks', '2') == [('0', 'bound to CPU %d' % allowed[0], str(allowed[0])),
+                                          ('1', 'bound to CPU %d' % allowed[1], str(allowed[1]))]
+        bench_proc = subprocess.Popen([tool, '--ranks', '2', '-b', '8', '-e', '8', '--min-time', '10s', '-c', '0'],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen, deadline = [], time.monotonic() + 20
+        try:
+            time.sleep(0.5)  # past the threads' start, where they bind themselves
+            while len(seen) < 2 and time.monotonic() < deadline:
+                tasks = [int(t) for t in os.listdir('/proc/%d/task' % bench_proc.pid) if int(t) != bench_proc.pid]
+                seen = sorted(sorted(os.sched_getaffinity(t)) for t in tasks)
+                time.sleep(0.05)
+        finally:
+            bench_proc.kill()
+            bench_proc.wait()
+        assert seen == [[allowed[0]], [allowed[1]]], seen
+    assert all(where == 'unbound' for _, where, _ in placed('--ranks', '2', '--bind', 'none'))
+    # Fewer CPUs than ranks (here one, as taskset -c would leave): nothing bound; one rank: on that CPU.
+    assert [w for _, w, _ in placed('--ranks', '2', cpus={allowed[-1]})] == ['unbound', 'unbound']
+    assert placed('--ranks', '1', cpus={allowed[-1]}) == [('0', 'bound to CPU %d' % allowed[-1], str(allowed[-1]))]
 
     # --csv and --svg (and -J) from one run agree with the table.
     out_csv, out_svg, out_json = (os.path.join(tmp, 'out.' + ext) for ext in ('csv', 'svg', 'json'))

@@ -84,6 +84,7 @@ with tempfile.TemporaryDirectory() as tmp:
                     assert figure['min_us'] == min(samples) and figure['max_us'] == max(samples), figure
                     assert close(figure['spread'], max(samples) / min(samples)), figure
                     assert figure['samples_iters'] == [3, 3, 3], (peer, figure)
+                    assert figure['samples_loops'] == [1, 1, 1], (peer, figure)  # -n: one loop
                 # chorus (host) / every other peer, shm included; shm / every MPI variant.
                 assert sorted(row['ratio']) == sorted(peers[1:]), row['ratio']
                 for peer in peers[1:]:
@@ -159,6 +160,7 @@ with tempfile.TemporaryDirectory() as tmp:
         for peer in doc['peers']:
             for placement in ('out_of_place', 'in_place'):
                 assert row['peers'][peer][placement]['samples_iters'] == [20, 20], (peer, row)
+                assert row['peers'][peer][placement]['samples_loops'] == [1, 1], (peer, row)
     # --max-spread 1: any two repeats that differ at all leave the ratio unsupported, marked in the table.
     table = [line.split() for line in done.stdout.splitlines() if line and not line.startswith('#')]
     for row, cells in zip(doc['runs'][0]['rows'], table):
@@ -167,7 +169,7 @@ with tempfile.TemporaryDirectory() as tmp:
             low, high = row[key + 'ratio_range'][peer]['out_of_place']
             assert cell.endswith('*') == (high > low) == (not row[key + 'supported'][peer]['out_of_place']), cells
     assert '# *: the repeats cannot support this ratio' in done.stdout, done.stdout
-    assert 'chosen by time (--min-time 1us, at least 20): chorus 20 to 20, shm 20 to 20, MPI_Allreduce 20 to 20' \
+    assert 'chosen by time (--min-time 1us, at least 20, the median of up to 20 loops): chorus 20 to 20, shm 20 to 20, MPI_Allreduce 20 to 20' \
         in done.stdout, done.stdout
     done = run('--ranks', '2', '--sizes', '8', '--repeats', '1', '--min-time', '5ms', '--membw-size', '64K',
                '--membw-repeats', '1', *oversubscribed, '-J', out_json, '--timeout', '120')
@@ -178,6 +180,11 @@ with tempfile.TemporaryDirectory() as tmp:
     assert row['peers']['MPI_Allreduce']['out_of_place']['samples_iters'][0] >= 20, row
     assert row['peers']['shm']['out_of_place']['samples_iters'][0] >= 20, row
     assert row['peers']['chorus']['out_of_place']['samples_iters'][0] > 20, row
+    # ... timed in loops of at least 20 calls each (all 20 loops from 400 calls on).
+    for peer in ('chorus', 'shm', 'MPI_Allreduce'):
+        at = row['peers'][peer]['out_of_place']
+        made, loops = at['samples_iters'][0], at['samples_loops'][0]
+        assert 1 <= loops <= 20 and made % loops == 0 and made // loops >= 20 and (loops == 20 or made < 420), (peer, row)
 
     # chorus-bench's MPI backends choose by time too, every process the same counts (or they would hang).
     for backend in ('mpi', 'mpi-native'):
@@ -190,6 +197,9 @@ with tempfile.TemporaryDirectory() as tmp:
         for row in doc['rows']:
             for placement in ('out_of_place', 'in_place'):
                 assert row[placement]['iters'] >= 20 and row[placement]['warmup'] >= 5, row
+                at = row[placement]  # the median loop's time, every loop's in the JSON
+                assert len(at['loops_us']) == at['loops'] and at['iters'] % at['loops'] == 0, at
+                assert close(at['time_us'], sorted(at['loops_us'])[(at['loops'] + 1) // 2 - 1]), at
         table = [l.split() for l in done.stdout.splitlines() if l and not l.startswith('#')]
         assert [[int(c) for c in cells[-2:]] for cells in table] == [
             [r['out_of_place']['iters'], r['in_place']['iters']] for r in doc['rows']], (table, doc['rows'])

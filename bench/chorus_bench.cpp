@@ -71,6 +71,7 @@ struct Config {
   std::string svg_path;
   bool predict = false;
   bool automatic_model = false;  // --automatic model: Algorithm::automatic asks the calibrated cost model
+  bool bind = true;              // --bind core: host threads and shm processes a CPU each (bench/cpu_binding.hpp)
 };
 
 chorus::Error usage_error(const std::string& message) {
@@ -136,8 +137,11 @@ double agree_max(Comm& comm, double x) {
 // and the counts each sample made (written by rank 0; every rank made the same).
 struct Samples {
   std::vector<RankTimes> times;
-  std::vector<int> warmup, iters;
-  Samples(int repeats, int ranks) : times(static_cast<std::size_t>(repeats), RankTimes(ranks)), warmup(repeats), iters(repeats) {}
+  std::vector<int> warmup, iters, loops;
+  std::vector<std::vector<double>> loop_seconds;
+  Samples(int repeats, int ranks)
+      : times(static_cast<std::size_t>(repeats), RankTimes(ranks)), warmup(repeats), iters(repeats), loops(repeats),
+        loop_seconds(repeats) {}
 };
 
 // One placement of one row on one rank: `--repeats` samples (each warmed up and timed), then check
@@ -157,6 +161,8 @@ void measure(Comm& comm, const Config& config, const bench::Check<T>& check, Pla
     if (rank == 0) {
       out.warmup[r] = sample.warmup;
       out.iters[r] = sample.iters;
+      out.loops[r] = sample.loops;
+      out.loop_seconds[r] = sample.loop_seconds;
     }
   }
   for (int i = 0; i < config.check_iters; ++i) {
@@ -201,6 +207,8 @@ bench::Row run_row(Backend& backend, const Config& config, std::size_t sweep_byt
     const std::size_t median = order[(order.size() + 1) / 2 - 1];
     counts.warmup[placement] = samples.warmup[median];
     counts.iters[placement] = samples.iters[median];
+    counts.loops[placement] = samples.loops[median];
+    counts.loop_seconds[placement] = samples.loop_seconds[median];
     counts.samples_seconds[placement] = slowest;
     counts.samples_iters[placement] = samples.iters;
     std::optional<std::size_t> wrong;
@@ -366,7 +374,7 @@ int run_on(const std::string& backend, const Config& config, bool ranks_given) {
                                           c.from_cache ? "cached in " : "measured now, cached in ",
                                           c.cache_path.empty() ? std::string("nowhere") : c.cache_path, ")");
     }
-    bench_backends::HostBackend host(config.ranks);
+    bench_backends::HostBackend host(config.ranks, config.bind);
     if (config.automatic_model) {
       host.team().set_automatic(host_tuner(*fabric));
       if (config.predict) model_line += "; Algorithm::automatic asks this model (--automatic model)";
@@ -378,7 +386,7 @@ int run_on(const std::string& backend, const Config& config, bool ranks_given) {
       throw usage_error("--ranks " + std::to_string(config.ranks) + " disagrees with the launcher's " +
                         std::to_string(launched_ranks()) + " processes (with --backend shm, chorus-run -n sets the ranks)");
     }
-    bench_backends::ShmBackend shm;
+    bench_backends::ShmBackend shm(config.bind);
     return run(config, shm, backend);
   }
 #if defined(CHORUS_BENCH_MPI)
@@ -441,6 +449,13 @@ int main(int argc, char** argv) {
   app.add_option("-J,--json", config.json_path, "also write the results as JSON to this file");
   app.add_option("--csv", config.csv_path, "also write the results as CSV to this file");
   app.add_option("--svg", config.svg_path, "also draw busbw against size as SVG into this file");
+  std::string bind_text = "core";
+  app.add_option("--bind", bind_text,
+                 "core: each rank of the host and shm backends on a CPU of its own when there are enough, as "
+                 "mpirun --bind-to core places MPI processes; none: where the scheduler puts them (MPI backends: "
+                 "mpirun's binding)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"core", "none"}));
   std::string automatic_text = "thresholds";
   app.add_option("--automatic", automatic_text,
                  "who resolves --algo automatic on the host backend: thresholds (measured, the default) or model "
@@ -478,6 +493,7 @@ int main(int argc, char** argv) {
     config.ops = bench::parse_reduce_ops(op_text);
     config.roots = parse_roots(root_text, process_backend ? launched_ranks() : config.ranks);
     config.automatic_model = automatic_text == "model";
+    config.bind = bind_text == "core";
     if (config.automatic_model && backend != "host") {
       throw usage_error("--automatic model needs --backend host (only the host backend is calibrated)");
     }

@@ -105,8 +105,9 @@ void poison(T* data, std::size_t count) {
 }
 
 struct Measured {
-  double seconds = 0.0;     // this rank's mean per call
-  int warmup = 0, iters = 0;  // the calls the sample made (the same on every rank)
+  double seconds = 0.0;     // this rank's mean per call (by time: the median loop's slowest rank's)
+  int warmup = 0, iters = 0, loops = 1;  // the calls the sample made (the same on every rank)
+  std::vector<double> loop_seconds;      // by time: each loop's slowest rank's mean per call
   std::uint64_t wrong = 0;  // this rank's mismatching elements
 };
 
@@ -141,6 +142,8 @@ Measured measure(const Config& config, const bench::Check<T>& check, int rank, P
   out.seconds = sample.seconds;
   out.warmup = sample.warmup;
   out.iters = sample.iters;
+  out.loops = sample.loops;
+  out.loop_seconds = sample.loop_seconds;
   for (int i = 0; i < config.check_iters; ++i) {
     poison(at.memory, at.memory_count);
     check.fill_input(rank, at.input);
@@ -183,6 +186,8 @@ bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_
     const Measured m = measure(config, check, rank, apart, shape.count);
     counts.warmup[0] = m.warmup;
     counts.iters[0] = m.iters;
+    counts.loops[0] = m.loops;
+    counts.loop_seconds[0] = m.loop_seconds;
     row.out_of_place = combine(config, ranks, shape.bytes, m);
   }  // freed first: peak memory stays at two buffers per rank, as in chorus-bench
   const chorus::InPlaceBuffer layout = chorus::in_place_buffer(config.collective, rank, ranks, shape.count);
@@ -194,6 +199,8 @@ bench::Row run_row(const Config& config, int rank, int ranks, std::size_t sweep_
   const Measured m = measure(config, check, rank, shared, shape.count);
   counts.warmup[1] = m.warmup;
   counts.iters[1] = m.iters;
+  counts.loops[1] = m.loops;
+  counts.loop_seconds[1] = m.loop_seconds;
   row.in_place = combine(config, ranks, shape.bytes, m);
   return row;
 }

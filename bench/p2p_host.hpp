@@ -31,6 +31,8 @@
 #include <chorus/host.hpp>
 #include <chorus/runtime/wait.hpp>
 
+#include "cpu_binding.hpp"
+
 namespace p2p {
 
 using Clock = std::chrono::steady_clock;
@@ -50,30 +52,8 @@ struct PairFigures {
   std::optional<double> latency_us;  // round trip / 2
 };
 
-inline std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) {
-    throw chorus::Error(chorus::ErrorCode::internal, "sched_getaffinity failed");
-  }
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
-inline void pin_current_thread(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  const int status = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-  if (status != 0) {
-    throw chorus::Error(chorus::ErrorCode::invalid_argument,
-                        chorus::detail::concat("cannot pin a thread to CPU ", cpu, ": ",
-                                               std::strerror(status)));
-  }
-}
+using cpu_binding::allowed_cpus;
+using cpu_binding::pin_current_thread;
 
 // A buffer the calling thread allocates and first-touches (so it lives on that thread's NUMA node),
 // filled with a pattern that names its owner, so a copy from the wrong place cannot pass the check.
