@@ -12,6 +12,7 @@
 #include <chorus/parallel/device_gradient_reducer.hpp>
 
 #include "support/data_parallel_checks.hpp"
+#include "support/run_on_every_communicator.hpp"
 #include "support/scoped_env.hpp"
 
 #include <cstddef>
@@ -174,12 +175,7 @@ TEST_CASE("Data parallel on device memory: N twin ranks x batch B equal one rank
   const support::ScopedEnv bound("CHORUS_TIMEOUT_MS", "20000");
   for (const int n : {1, 2, 3, 4}) {
     for (const int micro : {1, 3}) {  // 3: two no_sync micro-batches, then a synced one
-      INFO(n << " ranks, " << micro << " micro-batches per step");
-      const auto found = train_on(n, micro);
-      for (std::size_t r = 0; r < found.size(); ++r) {
-        INFO("rank " << r);
-        for (const std::string& failure : found[r]) FAIL_CHECK(failure);
-      }
+      support::expect_no_failures(concat("twin, ", n, " ranks, ", micro, " micro-batches per step"), train_on(n, micro));
     }
   }
 }
