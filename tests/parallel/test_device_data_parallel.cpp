@@ -17,9 +17,11 @@
 
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace test_device_data_parallel {
@@ -34,6 +36,7 @@ using chorus::parallel::DeviceGradientReducer;
 using chorus::parallel::DistributedSampler;
 using chorus::parallel::FinishWait;
 using chorus::parallel::ParamView;
+using chorus::parallel::ReducerOptions;
 using dp_checks::Linear;
 using Reducer = DeviceGradientReducer<RankComm, TwinDevice>;
 
@@ -177,6 +180,48 @@ TEST_CASE("Data parallel on device memory: N twin ranks x batch B equal one rank
     for (const int micro : {1, 3}) {  // 3: two no_sync micro-batches, then a synced one
       support::expect_no_failures(concat("twin, ", n, " ranks, ", micro, " micro-batches per step"), train_on(n, micro));
     }
+  }
+}
+
+
+TEST_CASE("Data parallel on device memory: a rank that never reduces releases its peer with an error naming it",
+          "[parallel][data_parallel][device]") {
+  // Rank 1 fails before its backward; rank 0's bucket all-reduce cannot start. On a team communicator the
+  // all-reduce meets its peers when it is enqueued, so mark_ready reports the missing rank within
+  // CHORUS_TIMEOUT_MS, and the reducer refuses further use (the ranks' call sequences have diverged).
+  const support::ScopedEnv bound("CHORUS_TIMEOUT_MS", "1000");
+  chorus::cuda::twin::Options options;
+  options.blocks = 1;
+  options.threads = 2;
+  Team team(std::vector<int>{0, 1}, options);
+  std::vector<std::string> seen;
+  {
+    RankComm comm = team.comm(0);
+    const TwinDevice device(0);
+    Stream compute, comm_stream;
+    RankComm on_stream = comm.on(&comm_stream);
+    DeviceModel d(device, 0);
+    ReducerOptions no_check;
+    no_check.verify_shapes = false;  // rank 1 is not there to compare shapes with
+    Reducer reducer(on_stream, device, d.grads(), &compute, no_check);
+    for (const auto& step : std::vector<std::function<void()>>{[&] { reducer.mark_ready(1); },
+                                                               [&] { reducer.mark_ready(0); },
+                                                               [&] { reducer.finish(FinishWait::host); }}) {
+      try {
+        step();
+      } catch (const chorus::Error& e) {
+        seen.push_back(e.what());
+      }
+    }
+  }
+  // b (float64) and w (float32) are buckets of their own: marking b launches the first all-reduce.
+  REQUIRE(seen.size() == 3);
+  CHECK_THAT(seen[0], Catch::Matchers::Contains("all_reduce on rank 0: rank(s) 1 never made call 0"));
+  const std::vector<std::pair<std::size_t, std::string>> refusals = {
+      {1, "DeviceGradientReducer::mark_ready on rank 0"}, {2, "DeviceGradientReducer::finish on rank 0"}};
+  for (const auto& [index, call] : refusals) {
+    CHECK_THAT(seen[index], Catch::Matchers::Contains(call) && Catch::Matchers::Contains("unusable after an earlier error") &&
+                                Catch::Matchers::Contains("rank(s) 1 never made call 0"));
   }
 }
 
