@@ -37,11 +37,11 @@ inline std::string host_name() {
   return name;
 }
 
-// bind: each rank thread on a CPU of its own (cpu_binding::cpu_for_rank), bound again on every run's new threads.
+// bind: rank r's thread on CPU r mod n (cpu_binding::cpu_for_rank), bound again on every run's new threads.
 class HostBackend {
  public:
   HostBackend(int ranks, bool bind) : team_(ranks) {
-    for (int r = 0; r < ranks; ++r) cpus_.push_back(cpu_binding::cpu_for_rank(bind, r, ranks));
+    for (int r = 0; r < ranks; ++r) cpus_.push_back(cpu_binding::cpu_for_rank(bind, r));
   }
   static constexpr const char* kName = "host";
   int ranks() const { return team_.size(); }
@@ -72,12 +72,12 @@ class HostBackend {
   std::vector<int> cpus_;  // per rank; -1: unbound
 };
 
-// bind: this process's rank on a CPU of its own (every rank of an shm job is on this machine), unless the
-// launcher left it fewer CPUs than there are ranks (mpirun --bind-to core: its binding stands).
+// bind: rank r's process on CPU r mod n of the CPUs it may use (every rank of an shm job is on this machine;
+// under mpirun --bind-to core that is the one CPU mpirun gave it).
 class ShmBackend {
  public:
   explicit ShmBackend(bool bind) : comm_(chorus::shm::from_environment()) {
-    cpu_ = cpu_binding::cpu_for_rank(bind, comm_.rank(), comm_.size());
+    cpu_ = cpu_binding::cpu_for_rank(bind, comm_.rank());
     if (cpu_ >= 0) cpu_binding::pin_current_thread(cpu_);
   }
   int ranks() const { return comm_.size(); }

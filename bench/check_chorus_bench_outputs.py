@@ -124,9 +124,8 @@ with tempfile.TemporaryDirectory() as tmp:
     done = subprocess.run([tool, '--min-time', '0'], capture_output=True, text=True)
     assert done.returncode == 2 and '--min-time expects a positive time' in done.stderr, done.stderr
 
-    # --bind core (the default): rank r's thread on the r-th CPU the process may use, when there are enough
-    # CPUs; the preamble says where each rank is. Seen from outside while it runs: /proc's affinity of the
-    # rank threads, one CPU each.
+    # --bind core (the default): rank r's thread on CPU r mod n of the n CPUs the process may use; the preamble
+    # says where each rank is. Seen from outside while it runs: /proc's affinity of the rank threads, one CPU each.
     allowed = sorted(os.sched_getaffinity(0))
     one = ['-b', '8', '-e', '8', '-n', '1', '-w', '0']
 
@@ -136,6 +135,10 @@ with tempfile.TemporaryDirectory() as tmp:
         assert done.returncode == 0, done.stderr
         return re.findall(r'^#  Rank (\d+) .* host thread \d+ (bound to CPU (\d+)|unbound)$', done.stdout, re.M)
 
+    # More ranks than CPUs: in turn, as mpirun --bind-to core:overload-allowed places processes.
+    assert [int(cpu) for _, _, cpu in placed('--ranks', '5')] == [allowed[r % len(allowed)] for r in range(5)]
+    # One CPU allowed (as taskset -c leaves it): every rank on that one.
+    assert [w for _, w, _ in placed('--ranks', '2', cpus={allowed[-1]})] == ['bound to CPU %d' % allowed[-1]] * 2
     if len(allowed) >= 2:
         assert placed('--ranks', '2') == [('0', 'bound to CPU %d' % allowed[0], str(allowed[0])),
                                           ('1', 'bound to CPU %d' % allowed[1], str(allowed[1]))]
@@ -152,10 +155,7 @@ with tempfile.TemporaryDirectory() as tmp:
             bench_proc.kill()
             bench_proc.wait()
         assert seen == [[allowed[0]], [allowed[1]]], seen
-    assert all(where == 'unbound' for _, where, _ in placed('--ranks', '2', '--bind', 'none'))
-    # Fewer CPUs than ranks (here one, as taskset -c would leave): nothing bound; one rank: on that CPU.
-    assert [w for _, w, _ in placed('--ranks', '2', cpus={allowed[-1]})] == ['unbound', 'unbound']
-    assert placed('--ranks', '1', cpus={allowed[-1]}) == [('0', 'bound to CPU %d' % allowed[-1], str(allowed[-1]))]
+    assert [w for _, w, _ in placed('--ranks', '2', '--bind', 'none')] == ['unbound', 'unbound']
 
     # --csv and --svg (and -J) from one run agree with the table.
     out_csv, out_svg, out_json = (os.path.join(tmp, 'out.' + ext) for ext in ('csv', 'svg', 'json'))

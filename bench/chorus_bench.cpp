@@ -71,7 +71,7 @@ struct Config {
   std::string svg_path;
   bool predict = false;
   bool automatic_model = false;  // --automatic model: Algorithm::automatic asks the calibrated cost model
-  bool bind = true;              // --bind core: host threads and shm processes a CPU each (bench/cpu_binding.hpp)
+  bool bind = true;              // --bind core: host threads and shm processes on CPUs in turn (bench/cpu_binding.hpp)
 };
 
 chorus::Error usage_error(const std::string& message) {
@@ -451,9 +451,8 @@ int main(int argc, char** argv) {
   app.add_option("--svg", config.svg_path, "also draw busbw against size as SVG into this file");
   std::string bind_text = "core";
   app.add_option("--bind", bind_text,
-                 "core: each rank of the host and shm backends on a CPU of its own when there are enough, as "
-                 "mpirun --bind-to core places MPI processes; none: where the scheduler puts them (MPI backends: "
-                 "mpirun's binding)")
+                 "core: rank r of the host and shm backends on CPU r mod n of the n CPUs it may use, as mpirun --bind-to "
+                 "core places MPI processes; none: where the scheduler puts them (MPI backends: mpirun's binding)")
       ->capture_default_str()
       ->check(CLI::IsMember({"core", "none"}));
   std::string automatic_text = "thresholds";

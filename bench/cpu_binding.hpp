@@ -42,13 +42,14 @@ inline void pin_current_thread(int cpu) {
 
 namespace cpu_binding {
 
-// chorus-bench's --bind core: rank r of `ranks` on the r-th CPU this process may use, one rank per core as
-// mpirun --bind-to core places MPI's processes, so the scheduler cannot put two spinning ranks on one core
-// while another sits idle. With more ranks than CPUs (or --bind none) nothing is bound: -1.
-inline int cpu_for_rank(bool bind, int rank, int ranks) {
+// chorus-bench's --bind core: rank r of a job on the (r mod n)-th of the n CPUs this process may use, as
+// mpirun --bind-to core places MPI's processes (with :overload-allowed when there are more ranks than cores,
+// as bench/chorus-compare runs it), so the scheduler cannot put two spinning ranks on one core while another
+// sits idle, and threads and processes are placed alike. --bind none: -1, nothing bound.
+inline int cpu_for_rank(bool bind, int rank) {
   if (!bind) return -1;
   const std::vector<int> cpus = allowed_cpus();
-  return ranks <= static_cast<int>(cpus.size()) ? cpus[static_cast<std::size_t>(rank)] : -1;
+  return cpus[static_cast<std::size_t>(rank) % cpus.size()];
 }
 
 // " on CPU 3" or " unbound", for the preamble's device lines.
