@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,7 +108,8 @@ inline WorkPtr Backend::submit(c10d::OpType type, const char* title, std::vector
                                std::chrono::milliseconds timeout, bool async, Body body, int peer, bool sends) {
   {
     std::lock_guard<std::mutex> lock(lifetime_);
-    if (closed_) refuse(title, "the process group was shut down or aborted");
+    // title is torch's profiling name, "chorus:<call>"
+    if (closed_) refuse(title + std::strlen("chorus:"), "the process group was shut down or aborted");
   }
   auto work = c10::make_intrusive<Work>(rank_, type, title, std::move(outputs));
   const long ms = clamp_timeout(timeout == c10d::kUnsetTimeout ? timeout_.load() : timeout);

@@ -5,6 +5,9 @@ survivors). MODE is one of:
              rank 0 and another rank with their counts;
   absent     the last rank never calls: the others raise DistBackendError within the group's timeout
              (2 s) plus a second;
+  abort      the last rank aborts the group while the others wait in an all_reduce (20 s timeout):
+             they raise within 2 s, naming the abort, and get_error() says REMOTE_ERROR; the aborting
+             rank's next call is refused;
   wait       Work.wait(timeout) shorter than the call: raises DistBackendError at once, and the call
              itself still completes once the late rank arrives;
   kill       DDP training; the last rank SIGKILLs itself at step 3: every survivor raises within 5 s,
@@ -23,9 +26,13 @@ import torch.distributed as dist
 import torch.nn as nn
 
 mode = sys.argv[1]
-dist.init_process_group("chorus", timeout=timedelta(seconds=2))
+dist.init_process_group("chorus", timeout=timedelta(seconds=20 if mode == "abort" else 2))
 rank, n = dist.get_rank(), dist.get_world_size()
 last = n - 1
+
+
+def backend():
+    return dist.group.WORLD._get_backend(torch.device("cpu"))
 
 
 def chorus_segments():
@@ -55,8 +62,19 @@ if mode == "mismatch":
 elif mode == "absent":
     if rank != last:
         expect_error(lambda: dist.all_reduce(torch.ones(8)), "2000 ms", f"rank {last}", within=3.5)
+        error = str(backend().get_error())
+        assert "TIMEOUT" in error or "REMOTE_ERROR" in error, error  # rank 0 timed out; the others were released
     else:
         time.sleep(4)
+elif mode == "abort":
+    if rank != last:
+        expect_error(lambda: dist.all_reduce(torch.ones(8)), "aborted the process group", f"rank {last}", within=2)
+        error = str(backend().get_error())
+        assert "REMOTE_ERROR" in error, error
+    else:
+        time.sleep(0.5)
+        backend().abort()
+        expect_error(lambda: dist.all_reduce(torch.ones(8)), "shut down or aborted", within=1)
 elif mode == "wait":
     if rank != last:
         t = torch.ones(8)
