@@ -147,14 +147,19 @@ std::vector<std::string> train(RankComm& comm, int micro) {
   return f.take();
 }
 
-// Runs train on n ranks of a twin team, each rank on a twin GPU of its own and a thread of its own.
-std::vector<std::vector<std::string>> train_on(int n, int micro) {
+// A twin team of n ranks, each on a twin GPU of its own (devices 0..n-1), with small kernels.
+Team twin_gpus(int n) {
   std::vector<int> devices;
   for (int g = 0; g < n; ++g) devices.push_back(g);
   chorus::cuda::twin::Options options;
   options.blocks = 1;
   options.threads = 2;
-  Team team(devices, options);
+  return Team(devices, options);
+}
+
+// Runs train on n ranks of a twin team, each rank on a thread of its own.
+std::vector<std::vector<std::string>> train_on(int n, int micro) {
+  Team team = twin_gpus(n);
   std::vector<std::vector<std::string>> found(static_cast<std::size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -190,10 +195,7 @@ TEST_CASE("Data parallel on device memory: a rank that never reduces releases it
   // all-reduce meets its peers when it is enqueued, so mark_ready reports the missing rank within
   // CHORUS_TIMEOUT_MS, and the reducer refuses further use (the ranks' call sequences have diverged).
   const support::ScopedEnv bound("CHORUS_TIMEOUT_MS", "1000");
-  chorus::cuda::twin::Options options;
-  options.blocks = 1;
-  options.threads = 2;
-  Team team(std::vector<int>{0, 1}, options);
+  Team team = twin_gpus(2);
   std::vector<std::string> seen;
   {
     RankComm comm = team.comm(0);
