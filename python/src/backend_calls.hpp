@@ -235,7 +235,11 @@ inline WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   return submit(c10d::OpType::ALLGATHER, "chorus:all_gather", parts, opts.timeout, opts.asyncOp, [src, parts](Comm& comm) {
     at::Tensor all = at::empty({comm.size(), src.numel()}, src.options());
     all_gather_bytes(comm, src.data_ptr(), all.data_ptr(), bytes_of(src));
-    for (int r = 0; r < comm.size(); ++r) parts[static_cast<std::size_t>(r)].view({-1}).copy_(all[r]);
+    // copy_ writes through any strides, so the list may hold views.
+    for (int r = 0; r < comm.size(); ++r) {
+      at::Tensor part = parts[static_cast<std::size_t>(r)];
+      part.copy_(all[r].view(part.sizes()));
+    }
   });
 }
 
@@ -399,6 +403,10 @@ inline WorkPtr Backend::all_to_all_single(at::Tensor& output, at::Tensor& input,
   };
   const std::vector<std::size_t> send_bytes = byte_splits(input, input_splits, "the input");
   const std::vector<std::size_t> recv_bytes = byte_splits(output, output_splits, "the output");
+  if (input_splits.empty() && output_splits.empty() && bytes_of(input) != bytes_of(output)) {
+    refuse(call, "without split sizes the input and the output must be the same size (" + std::to_string(input.numel()) +
+                     " and " + std::to_string(output.numel()) + " elements)");
+  }
   const at::Tensor in = input.contiguous();
   const detail::Dense out = detail::dense(output);
   const bool even = input_splits.empty() && output_splits.empty();

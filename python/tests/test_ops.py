@@ -167,6 +167,25 @@ def block(src, dst, rows):
     return torch.arange(rows * 3, dtype=torch.float32).reshape(rows, 3) + 100 * src + 10 * dst
 
 
+# all_gather into views (the columns of a matrix: not contiguous), and zero-element tensors.
+grid = torch.zeros(10, n, dtype=torch.int32)
+dist.all_gather([grid[:, r] for r in range(n)], make(torch.int32, rank))
+for r in range(n):
+    expect(grid[:, r], make(torch.int32, r), f"all_gather into column {r}")
+empty = torch.empty(0)
+dist.all_reduce(empty)
+dist.broadcast(empty, src=0)
+whole = torch.empty(0)
+dist.all_gather_into_tensor(whole, empty)
+expect(whole, torch.empty(0), "zero-element all_gather_into_tensor")
+try:
+    dist.all_to_all_single(torch.empty(2 * n), torch.empty(3 * n))
+except (dist.DistBackendError, RuntimeError, ValueError) as e:
+    assert "size" in str(e), str(e)
+    checked += 1
+else:
+    raise AssertionError("all_to_all_single of unequal sizes without splits was not refused")
+
 # all_to_all_single, even and uneven (rank src sends src + dst + 1 rows to rank dst, 0 rows to itself when n > 2).
 def rows(src, dst):
     return 0 if (src == dst and n > 2) else src + dst + 1
