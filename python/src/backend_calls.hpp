@@ -47,6 +47,20 @@ inline void check_like(const char* call, const std::vector<at::Tensor>& list, st
   }
 }
 
+// gather's outputs or scatter's inputs: one list of `size` tensors like `like` on the root, none elsewhere.
+inline std::vector<at::Tensor> root_list(const char* call, const char* side, const std::vector<std::vector<at::Tensor>>& lists,
+                                         int rank, int root, int size, const at::Tensor& like) {
+  if (rank != root) {
+    if (!lists.empty() && !lists[0].empty()) {
+      refuse(call, "only the root (rank " + std::to_string(root) + ") passes an " + side + " list");
+    }
+    return {};
+  }
+  if (lists.size() != 1) refuse(call, "the root takes one " + std::string(side) + " list, got " + std::to_string(lists.size()));
+  check_like(call, lists[0], static_cast<std::size_t>(size), like);
+  return lists[0];
+}
+
 inline void check_root(const char* call, std::int64_t root, int size) {
   if (root < 0 || root >= size) refuse(call, "root " + std::to_string(root) + " is not a rank of this group of " + std::to_string(size));
 }
@@ -281,14 +295,7 @@ inline WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs, st
   const at::Tensor& in = detail::single("gather", inputs);
   detail::check_root("gather", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
-  std::vector<at::Tensor> parts;
-  if (rank_ == root) {
-    if (outputs.size() != 1) refuse("gather", "the root takes one output list, got " + std::to_string(outputs.size()));
-    detail::check_like("gather", outputs[0], static_cast<std::size_t>(size_), in);
-    parts = outputs[0];
-  } else if (!outputs.empty() && !outputs[0].empty()) {
-    refuse("gather", "only the root (rank " + std::to_string(root) + ") passes an output list");
-  }
+  const std::vector<at::Tensor> parts = detail::root_list("gather", "output", outputs, rank_, root, size_, in);
   const at::Tensor src = in.contiguous();
   return submit(c10d::OpType::GATHER, "chorus:gather", parts, opts.timeout, opts.asyncOp, [src, parts, root](Comm& comm) {
     const std::vector<detail::Dense> ds = detail::dense_all(parts);
@@ -305,13 +312,7 @@ inline WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs, std::vector<st
   detail::check_root("scatter", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
   std::vector<at::Tensor> parts;
-  if (rank_ == root) {
-    if (inputs.size() != 1) refuse("scatter", "the root takes one input list, got " + std::to_string(inputs.size()));
-    detail::check_like("scatter", inputs[0], static_cast<std::size_t>(size_), out);
-    for (const at::Tensor& t : inputs[0]) parts.push_back(t.contiguous());
-  } else if (!inputs.empty() && !inputs[0].empty()) {
-    refuse("scatter", "only the root (rank " + std::to_string(root) + ") passes an input list");
-  }
+  for (const at::Tensor& t : detail::root_list("scatter", "input", inputs, rank_, root, size_, out)) parts.push_back(t.contiguous());
   const detail::Dense d = detail::dense(out);
   return submit(c10d::OpType::SCATTER, "chorus:scatter", outputs, opts.timeout, opts.asyncOp, [d, parts, root](Comm& comm) {
     std::vector<const void*> from;
