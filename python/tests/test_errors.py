@@ -4,7 +4,7 @@ survivors). MODE is one of:
   mismatch   rank 0 all-reduces 100 floats, the others 99: every rank raises DistBackendError naming
              rank 0 and another rank with their counts;
   absent     the last rank never calls: the others raise DistBackendError within the group's timeout
-             (2 s) plus a second;
+             (20 s at init_process_group, then 2 s by dist.set_timeout) plus a second;
   abort      the last rank aborts the group while the others wait in an all_reduce (20 s timeout):
              they raise within 2 s, naming the abort, and get_error() says REMOTE_ERROR; the aborting
              rank's next call is refused;
@@ -26,7 +26,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 mode = sys.argv[1]
-dist.init_process_group("chorus", timeout=timedelta(seconds=20 if mode == "abort" else 2))
+dist.init_process_group("chorus", timeout=timedelta(seconds=20 if mode in ("abort", "absent") else 2))
 rank, n = dist.get_rank(), dist.get_world_size()
 last = n - 1
 
@@ -60,6 +60,7 @@ if mode == "mismatch":
     t = torch.ones(100 if rank == 0 else 99)
     expect_error(lambda: dist.all_reduce(t), "rank 0", "100", "99", "disagree", within=5)
 elif mode == "absent":
+    dist.set_timeout(timedelta(seconds=2))  # the group's timeout, changed after construction
     if rank != last:
         expect_error(lambda: dist.all_reduce(torch.ones(8)), "2000 ms", f"rank {last}", within=3.5)
         error = str(backend().get_error())
