@@ -1,4 +1,4 @@
-// chorus_torch::Backend: a c10d::Backend over one chorus::shm::Comm per process group. The glue only:
+// chorus_torch::Backend: a c10d::Backend over one chorus communicator per process group (transport.hpp). The glue only:
 // checks that torch's arguments are CPU tensors of agreeing shapes (refused at the call, in the
 // caller's thread, before any rank moves a byte), makes non-contiguous tensors contiguous (copied
 // back after the call), queues the call on the group's worker thread (worker.hpp) and hands back a
@@ -10,7 +10,6 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <chorus/bench/names.hpp>
-#include <chorus/shm.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -26,7 +25,7 @@
 
 #include "collectives.hpp"
 #include "reduction.hpp"
-#include "store_bridge.hpp"
+#include "transport.hpp"
 #include "work.hpp"
 #include "worker.hpp"
 
@@ -36,18 +35,9 @@ using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
 class Backend final : public c10d::Backend {
  public:
-  // Collective over the group: every member constructs it with its group's store.
-  Backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout)
-      : c10d::Backend(rank, size), timeout_(timeout) {
-    StoreBridge bridge(store, rank);
-    chorus::shm::Options options;
-    options.timeout_ms = clamp_timeout(timeout);
-    options.key = "chorus/shm";  // the store is already the group's own (torch prefixes it)
-    try {
-      comm_ = chorus::shm::Comm(bridge, rank, size, options);
-    } catch (const chorus::Error& e) {
-      std::rethrow_exception(backend_error(e.what()));
-    }
+  // `transport`: the group's communicator, already built (transports.hpp).
+  Backend(std::unique_ptr<Transport> transport, int rank, int size, std::chrono::milliseconds timeout)
+      : c10d::Backend(rank, size), timeout_(timeout), comm_(std::move(transport)) {
     if (const char* name = std::getenv("CHORUS_TORCH_ALGORITHM"); name != nullptr && *name != '\0') {
       try {
         algorithm_ = chorus::bench::parse_algorithm(name);
@@ -59,6 +49,8 @@ class Backend final : public c10d::Backend {
   ~Backend() override { shutdown(); }
 
   const std::string getBackendName() const override { return "chorus"; }
+  // "shm" or "mpi" (transport.hpp); empty once shut down.
+  std::string transport() const { return comm_ ? comm_->name() : ""; }
   bool supportsCoalescing() const override { return true; }
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
 
@@ -69,7 +61,7 @@ class Backend final : public c10d::Backend {
   void abort() override {
     std::lock_guard<std::mutex> lock(lifetime_);
     if (closed_) return;
-    comm_.interrupt("torch.distributed aborted the process group on this rank");
+    comm_->interrupt("torch.distributed aborted the process group on this rank");
     worker_.stop();
     closed_ = true;
   }
@@ -78,7 +70,7 @@ class Backend final : public c10d::Backend {
     std::lock_guard<std::mutex> lock(lifetime_);
     if (closed_) return;
     worker_.stop();
-    comm_ = chorus::shm::Comm();
+    comm_.reset();
     closed_ = true;
   }
 
@@ -140,7 +132,7 @@ class Backend final : public c10d::Backend {
 
   std::atomic<std::chrono::milliseconds> timeout_;
   chorus::Algorithm algorithm_ = chorus::Algorithm::automatic;
-  Comm comm_;
+  std::unique_ptr<Transport> comm_;
   std::atomic<int> error_type_{static_cast<int>(c10d::ErrorType::SUCCESS)};
   std::mutex batch_mutex_;
   bool coalescing_ = false;

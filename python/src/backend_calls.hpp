@@ -130,8 +130,8 @@ inline WorkPtr Backend::submit(c10d::OpType type, const char* title, std::vector
   Worker::Job job = [this, work, ms, body = std::move(body)] {
     std::exception_ptr error;
     try {
-      comm_.set_timeout_ms(ms);
-      body(comm_);
+      comm_->set_timeout_ms(ms);
+      body(*comm_);
     } catch (const chorus::Error& e) {
       note_failure(e);
       error = backend_error(e.what());

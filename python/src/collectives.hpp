@@ -8,7 +8,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chorus/shm.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -17,10 +16,11 @@
 #include <vector>
 
 #include "reduction.hpp"
+#include "transport.hpp"
 
 namespace chorus_torch {
 
-using Comm = chorus::shm::Comm;
+using Comm = Transport;
 
 inline std::size_t bytes_of(const at::Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
@@ -101,7 +101,7 @@ inline void all_to_all_blocks(Comm& comm, const Blocks& blocks) {
   const std::size_t n = static_cast<std::size_t>(comm.size());
   std::uint64_t widest = 0;
   for (std::size_t p = 0; p < n; ++p) widest = std::max<std::uint64_t>({widest, blocks.send_bytes[p], blocks.recv_bytes[p]});
-  comm.all_reduce(&widest, &widest, 1, chorus::ReduceOp::max);
+  comm.all_reduce(&widest, &widest, 1, chorus::DataType::uint64, chorus::ReduceOp::max, chorus::Algorithm::automatic);
   if (widest == 0) return;
   const auto width = static_cast<std::size_t>(widest);
   std::vector<std::byte> out(n * width);

@@ -5,11 +5,15 @@
 
 #include <chorus/host.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend.hpp"
+#include "transports.hpp"
 
 namespace chorus_torch {
 
@@ -29,16 +33,45 @@ void host_all_reduce(std::vector<at::Tensor> tensors, const std::string& algorit
   });
 }
 
+// The backend of one process group, on the transport named ("shm", or "mpi" in a build with MPI).
+c10::intrusive_ptr<Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                         std::int64_t timeout_ms, const std::string& transport,
+                                         const std::vector<std::int64_t>& global_ranks) {
+  const long bound = std::clamp<long>(static_cast<long>(timeout_ms), 1L, chorus::env::kMaxTimeoutMs);
+  std::unique_ptr<Transport> made;
+  try {
+    if (transport == "shm") {
+      made = shm_transport(store, rank, size, bound);
+#ifdef CHORUS_TORCH_WITH_MPI
+    } else if (transport == "mpi") {
+      made = mpi_transport(rank, size, global_ranks);
+#endif
+    } else {
+      std::rethrow_exception(backend_error("chorus: transport '" + transport + "' is not in this build (" +
+                                           (kHasMpi ? "shm, mpi" : "shm; mpi needs a build with MPI: docs/torch.md") + ")"));
+    }
+  } catch (const chorus::Error& e) {
+    std::rethrow_exception(backend_error(e.what()));
+  }
+  (void)global_ranks;
+  return c10::make_intrusive<Backend>(std::move(made), rank, size, std::chrono::milliseconds(timeout_ms));
+}
+
 }  // namespace chorus_torch
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "chorus as a torch.distributed backend (CPU tensors, processes on one machine)";
   py::class_<chorus_torch::Backend, c10d::Backend, c10::intrusive_ptr<chorus_torch::Backend>>(m, "Backend")
-      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::int64_t timeout_ms) {
-             return c10::make_intrusive<chorus_torch::Backend>(store, rank, size, std::chrono::milliseconds(timeout_ms));
-           }),
-           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_ms"),
-           py::call_guard<py::gil_scoped_release>());
+      .def(py::init(&chorus_torch::make_backend), py::arg("store"), py::arg("rank"), py::arg("size"),
+           py::arg("timeout_ms"), py::arg("transport"), py::arg("global_ranks"),
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("transport", &chorus_torch::Backend::transport);
+  m.attr("has_mpi") = chorus_torch::kHasMpi;
+#ifdef CHORUS_TORCH_WITH_MPI
+  m.def("finalize_mpi", &chorus_torch::finalize_mpi);
+#else
+  m.def("finalize_mpi", [] {});
+#endif
   m.def("host_all_reduce", &chorus_torch::host_all_reduce, py::arg("tensors"), py::arg("algorithm") = "automatic",
         py::call_guard<py::gil_scoped_release>());
 }

@@ -309,7 +309,17 @@ except dist.DistBackendError as e:
 else:
     raise AssertionError("a meta tensor was not refused")
 
+# The transport the launcher implies (or CHORUS_TORCH_TRANSPORT names): mpi under mpirun in an MPI build.
+import os  # noqa: E402
+
+import chorus_torch  # noqa: E402
+
+transport = backend.transport
+want = os.environ.get("CHORUS_TORCH_TRANSPORT") or (
+    "mpi" if chorus_torch.has_mpi and "OMPI_COMM_WORLD_SIZE" in os.environ else "shm")
+assert transport == want, (transport, want)
+
 dist.barrier()
 dist.destroy_process_group()
-print(f"test_ops: rank {rank} of {n}: {checked} checks passed", flush=True)
+print(f"test_ops: rank {rank} of {n} over {transport}: {checked} checks passed", flush=True)
 sys.exit(0)
