@@ -30,6 +30,8 @@ class Work final : public c10d::Work {
  public:
   Work(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> outputs)
       : c10d::Work(rank, type, title),
+        rank_of_call_(rank),
+        title_(title),
         outputs_(std::move(outputs)),
         future_(c10::make_intrusive<at::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
@@ -71,7 +73,8 @@ class Work final : public c10d::Work {
     if (timeout == kNoTimeout) {
       done_signal_.wait(lock, [&] { return done_; });
     } else if (!done_signal_.wait_for(lock, timeout, [&] { return done_; })) {
-      std::rethrow_exception(backend_error("chorus: Work::wait timed out after " + std::to_string(timeout.count()) +
+      std::rethrow_exception(backend_error(std::string(title_) + " on rank " + std::to_string(rank_of_call_) +
+                                           ": Work::wait timed out after " + std::to_string(timeout.count()) +
                                            " ms; the call is still running and ends within its own timeout"));
     }
     if (error_) std::rethrow_exception(error_);
@@ -81,6 +84,8 @@ class Work final : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
  private:
+  int rank_of_call_;
+  const char* title_;  // "chorus:<call>", a string literal
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<at::ivalue::Future> future_;
   mutable std::mutex mutex_;

@@ -80,7 +80,7 @@ elif mode == "wait":
     if rank != last:
         t = torch.ones(8)
         work = dist.all_reduce(t, async_op=True)
-        expect_error(lambda: work.wait(timeout=timedelta(milliseconds=200)), "timed out", within=1)
+        expect_error(lambda: work.wait(timeout=timedelta(milliseconds=200)), "timed out", "all_reduce", f"rank {rank}", within=1)
         work.wait()
         assert torch.equal(t, torch.full((8,), float(n))), t
     else:
