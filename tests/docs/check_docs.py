@@ -14,7 +14,8 @@ Every fenced block says what it is by its info string, and the check treats each
 
 A fence with no info string fails: say what the block is. So does a `text` block that starts with `$ `
 (a session: make it `console`), and a `text` block right after an `sh` block or a C++ program with at most
-two lines of prose between (it looks like their output: make it `console`/`output`, or skip it).
+two lines of prose between (it looks like their output: make it `console`/`output`, mark it `output of:`, or
+skip it); so does a `json` or `xml` block there.
 
 Markers are one-line HTML comments on the last non-blank line before the fence:
 
@@ -30,6 +31,9 @@ Markers are one-line HTML comments on the last non-blank line before the fence:
                                                  (toplevel, with and given combine, in that order)
   <!-- docs-test: run unordered -->              console: compare the output lines as a multiset (threads print
                                                  in any order)
+  <!-- docs-test: output of: COMMAND -->         a text or json block that shows COMMAND's output without the
+                                                 command: COMMAND is run and its output compared (json: as data,
+                                                 keys in order, so the page may lay it out compactly)
   <!-- docs-test: run timings -->                console: the output holds measurements: decimal numbers (1.23,
                                                  4e-05) match any decimal number and runs of spaces match one space
                                                  (columns widen with the numbers); combines with unordered
@@ -48,6 +52,7 @@ Usage: check_docs.py --source-root DIR --build-dir DIR --cxx 'g++' [--mpicxx mpi
 
 import argparse
 import concurrent.futures
+import json
 import os
 import re
 import shlex
@@ -319,6 +324,13 @@ def main():
                 else:
                     skips.append((b, m.group(1)))
                 continue
+            m = re.match(r'output of:\s*(.+)$', marker)
+            if m:
+                if b.lang in ('cpp', 'c++', 'console', 'sh', 'output', ''):
+                    errors.append(f'{b.where()}: `output of:` marks a text or json block')
+                else:
+                    sessions.append((b, [(m.group(1), b.body)], False, False, b.lang == 'json'))
+                continue
             if marker and not re.match(r'(compile\b|run( unordered| timings)+$)', marker):
                 errors.append(f'{b.where()}: unknown marker `{marker}` (see tests/docs/check_docs.py)')
                 continue
@@ -352,14 +364,15 @@ def main():
                 if b.lang != 'console':
                     errors.append(f'{b.where()}: a block with `$ ` commands is a session: make it ```console')
                     continue
-                sessions.append((b, 'unordered' in marker.split(), 'timings' in marker.split()))
+                sessions.append((b, parse_session(b.body), 'unordered' in marker.split(), 'timings' in marker.split(),
+                                 False))
                 continue
             if b.lang == 'console':
                 errors.append(f'{b.where()}: a console block without a `$ ` command')
                 continue
-            if b.lang == 'text' and b.prev is not None and b.prose_before <= 2 and \
+            if b.lang in ('text', 'json', 'xml') and b.prev is not None and b.prose_before <= 2 and \
                     (b.prev.lang == 'sh' or is_program(b.prev)):
-                errors.append(f'{b.where()}: this text block follows the commands or program at {b.prev.where()} '
+                errors.append(f'{b.where()}: this {b.lang} block follows the commands or program at {b.prev.where()} '
                               'closely: if it is their output, show it as ```console / ```output; if not, '
                               'say what it is in the prose between them, or skip it with a reason')
 
@@ -399,7 +412,7 @@ def main():
         ok, bad = matches(out_block.body, actual)
         results.append((ok, what, '' if ok else diff_text(out_block.body, actual, bad)))
 
-    def run_session(b, unordered, timings):
+    def run_session(b, items, unordered, timings, as_json):
         scratch = make_scratch(args)
         env = dict(os.environ)
         bd = os.path.abspath(args.build_dir)
@@ -407,7 +420,7 @@ def main():
                                        os.path.join(bd, 'examples'), env.get('PATH', '')])
         env['XDG_CACHE_HOME'] = os.path.join(scratch, 'cache')   # no calibration cached by an earlier run
         try:
-            for cmd, shown in parse_session(b.body):
+            for cmd, shown in items:
                 out, err = run_command(cmd, scratch, env)
                 first = cmd.split('\n')[0]
                 what = f'{b.where()}: $ {first[:90]}'
@@ -415,12 +428,22 @@ def main():
                     results.append((False, what, err))
                     return
                 actual = out.split('\n')
-                if unordered:
+                if as_json:
+                    try:
+                        pairs = lambda text: json.loads(text, object_pairs_hook=list)   # key order counts
+                        ok, bad = pairs('\n'.join(shown)) == pairs(out), 0
+                    except ValueError as e:
+                        ok, bad = False, 0
+                        out = f'not JSON: {e}\n' + out
+                    results.append((ok, what + ' (compared as JSON)', '' if ok else
+                                    'the shown JSON differs from what the command printed:\n' + out[:3000]))
+                elif unordered:
                     ok, bad = sorted(normalise(s, timings) for s in trim(shown)) == \
                         sorted(normalise(a, timings) for a in trim(actual)), len(trim(shown))
                 else:
                     ok, bad = matches(shown, actual, timings)
-                results.append((ok, what, '' if ok else diff_text(shown, actual, bad)))
+                if not as_json:
+                    results.append((ok, what, '' if ok else diff_text(shown, actual, bad)))
                 if not ok:
                     return
         finally:
@@ -437,11 +460,11 @@ def main():
         for prog, out in programs:
             futures.append(pool.submit(build_and_run, prog, out))
         if args.no_commands:
-            for b, _, _ in sessions:
+            for b, *_ in sessions:
                 skips.append((b, 'this build has no tools (-Dtools=false)'))
         else:
-            for b, unordered, timings in sessions:
-                futures.append(pool.submit(run_session, b, unordered, timings))
+            for session in sessions:
+                futures.append(pool.submit(run_session, *session))
         for f in futures:
             f.result()
     shutil.rmtree(tmp, ignore_errors=True)
