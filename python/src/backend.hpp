@@ -1,8 +1,8 @@
 // chorus_torch::Backend: a c10d::Backend over one chorus communicator per process group (transport.hpp). The glue only:
 // checks that torch's arguments are CPU tensors of agreeing shapes (refused at the call, in the
 // caller's thread, before any rank moves a byte), makes non-contiguous tensors contiguous (copied
-// back after the call), queues the call on the group's worker thread (worker.hpp) and hands back a
-// Work whose future completes there (work.hpp). What each operation does on the communicator is in
+// back after the call), queues the call on the group's worker thread (worker.hpp), or a send or recv on
+// its peer's link (links.hpp), and hands back a Work whose future completes there (work.hpp). What each operation does on the communicator is in
 // collectives.hpp; how reductions map is in reduction.hpp.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "collectives.hpp"
+#include "links.hpp"
 #include "reduction.hpp"
 #include "transport.hpp"
 #include "work.hpp"
@@ -35,9 +37,11 @@ using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
 class Backend final : public c10d::Backend {
  public:
-  // `transport`: the group's communicator, already built (transports.hpp).
-  Backend(std::unique_ptr<Transport> transport, int rank, int size, std::chrono::milliseconds timeout)
-      : c10d::Backend(rank, size), timeout_(timeout), comm_(std::move(transport)) {
+  // `transport`: the group's communicator, already built (transports.hpp); `links`: makes point-to-point
+  // links (empty: send and recv run on the group's worker, in its order).
+  Backend(std::unique_ptr<Transport> transport, int rank, int size, std::chrono::milliseconds timeout,
+          LinkFactory links = {})
+      : c10d::Backend(rank, size), timeout_(timeout), comm_(std::move(transport)), make_link_(std::move(links)) {
     if (const char* name = std::getenv("CHORUS_TORCH_ALGORITHM"); name != nullptr && *name != '\0') {
       try {
         algorithm_ = chorus::bench::parse_algorithm(name);
@@ -56,19 +60,25 @@ class Backend final : public c10d::Backend {
 
   c10d::ErrorType getError() override { return static_cast<c10d::ErrorType>(error_type_.load()); }
 
-  // Releases every rank of the group at once (they get peer_failed naming this rank); calls already
-  // queued here fail fast.
+  // Releases every rank of the group at once (they get peer_failed naming this rank), and the peers
+  // of every link; calls already queued here fail fast.
   void abort() override {
     std::lock_guard<std::mutex> lock(lifetime_);
     if (closed_) return;
-    comm_->interrupt("torch.distributed aborted the process group on this rank");
+    const std::string why = "torch.distributed aborted the process group on this rank";
+    comm_->interrupt(why);
+    for (auto& entry : links_) entry.second->interrupt(why);
+    if (make_link_) make_link_.announce_abort(why);
+    for (auto& entry : links_) entry.second->stop();
     worker_.stop();
     closed_ = true;
   }
-  // Runs what is queued, then leaves the communicator (its shared memory is unmapped).
+  // Runs what is queued, then leaves the communicators (their shared memory is unmapped).
   void shutdown() override {
     std::lock_guard<std::mutex> lock(lifetime_);
     if (closed_) return;
+    for (auto& entry : links_) entry.second->stop();
+    links_.clear();
     worker_.stop();
     comm_.reset();
     closed_ = true;
@@ -111,11 +121,14 @@ class Backend final : public c10d::Backend {
  private:
   // A call as the worker runs it: `body` uses the communicator; the job completes `work`.
   using Body = std::function<void(Comm&)>;
+  // A send or recv: `body` moves the message to or from `peer`, the peer's rank in `comm`.
+  using PeerBody = std::function<void(Comm& comm, int peer)>;
   struct Queued {
     Worker::Job job;
     c10::intrusive_ptr<Work> work;
-    int peer = -1;       // send/recv: the peer; -1 for a collective
+    int peer = -1;         // send/recv: the peer; -1 for a collective
     bool sends = false;
+    Link* link = nullptr;  // send/recv with links: where the job runs
   };
 
   static long clamp_timeout(std::chrono::milliseconds timeout) {
@@ -123,7 +136,14 @@ class Backend final : public c10d::Backend {
   }
 
   WorkPtr submit(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-                 std::chrono::milliseconds timeout, bool async, Body body, int peer = -1, bool sends = false);
+                 std::chrono::milliseconds timeout, bool async, Body body);
+  WorkPtr submit_p2p(c10d::OpType type, const char* title, std::vector<at::Tensor> tensors, int peer, bool sends,
+                     PeerBody body);
+  // Runs `fn` and completes `work` with its error (a chorus::Error's text after `context`); never throws.
+  template <class Fn>
+  void run_and_complete(Work& work, const std::string& context, Fn&& fn);
+  Link& link(int peer, bool sends);  // under lifetime_
+  WorkPtr end_linked_batch(c10::intrusive_ptr<Work> work, std::vector<Queued> batch);
   void note_failure(const chorus::Error& e);
   static Body in_order(std::vector<Body> bodies);
   Body all_gather_body(const char* call, const at::Tensor& output, const at::Tensor& input) const;
@@ -137,8 +157,10 @@ class Backend final : public c10d::Backend {
   std::mutex batch_mutex_;
   bool coalescing_ = false;
   std::vector<Queued> batch_;
-  std::mutex lifetime_;
+  LinkFactory make_link_;
+  std::mutex lifetime_;  // closed_, links_
   bool closed_ = false;
+  std::map<std::pair<int, bool>, std::unique_ptr<Link>> links_;  // by (peer, sends)
   Worker worker_;  // last: its thread stops before the communicator goes
 };
 

@@ -81,10 +81,11 @@ inline std::vector<Dense> dense_all(const std::vector<at::Tensor>& list) {
   return out;
 }
 
-// Point-to-point within a coalesced batch runs in one order every rank agrees on: pairs in
-// increasing (lower rank, higher rank), and within a pair the lower rank sends first. chorus's send
-// is synchronous; with this order the earliest unfinished exchange always has both ends at it, so a
-// batch in which every rank both sends and receives (a ring shift) cannot deadlock.
+// Without links (the mpi transport), point-to-point within a coalesced batch runs on the group's
+// worker in one order every rank agrees on: pairs in increasing (lower rank, higher rank), and within
+// a pair the lower rank sends first. chorus's send is synchronous; with this order the earliest
+// unfinished exchange always has both ends at it, so a batch in which every rank both sends and
+// receives (a ring shift) cannot deadlock.
 template <class Queued>
 void order_point_to_point(std::vector<Queued>& batch, int me) {
   auto key = [me](const Queued& q) {
@@ -119,7 +120,7 @@ inline void Backend::note_failure(const chorus::Error& e) {
 }
 
 inline WorkPtr Backend::submit(c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-                               std::chrono::milliseconds timeout, bool async, Body body, int peer, bool sends) {
+                               std::chrono::milliseconds timeout, bool async, Body body) {
   {
     std::lock_guard<std::mutex> lock(lifetime_);
     // title is torch's profiling name, "chorus:<call>"
@@ -128,24 +129,15 @@ inline WorkPtr Backend::submit(c10d::OpType type, const char* title, std::vector
   auto work = c10::make_intrusive<Work>(rank_, type, title, std::move(outputs));
   const long ms = clamp_timeout(timeout == c10d::kUnsetTimeout ? timeout_.load() : timeout);
   Worker::Job job = [this, work, ms, body = std::move(body)] {
-    std::exception_ptr error;
-    try {
+    run_and_complete(*work, "", [&] {
       comm_->set_timeout_ms(ms);
       body(*comm_);
-    } catch (const chorus::Error& e) {
-      note_failure(e);
-      error = backend_error(e.what());
-    } catch (const c10::Error& e) {
-      error = backend_error(std::string("chorus: ") + e.what_without_backtrace());
-    } catch (const std::exception& e) {
-      error = backend_error(std::string("chorus: ") + e.what());
-    }
-    work->complete(error);
+    });
   };
   {
     std::lock_guard<std::mutex> lock(batch_mutex_);
     if (coalescing_) {
-      batch_.push_back({std::move(job), work, peer, sends});
+      batch_.push_back({std::move(job), work});
       return work;
     }
   }
@@ -153,6 +145,73 @@ inline WorkPtr Backend::submit(c10d::OpType type, const char* title, std::vector
     worker_.post(std::move(job));
   } else {
     worker_.run_here(job);
+  }
+  return work;
+}
+
+template <class Fn>
+void Backend::run_and_complete(Work& work, const std::string& context, Fn&& fn) {
+  std::exception_ptr error;
+  try {
+    fn();
+  } catch (const chorus::Error& e) {
+    note_failure(e);
+    error = backend_error(context + e.what());
+  } catch (const c10::Error& e) {
+    error = backend_error("chorus: " + context + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    error = backend_error("chorus: " + context + e.what());
+  }
+  work.complete(error);
+}
+
+inline Link& Backend::link(int peer, bool sends) {
+  std::unique_ptr<Link>& made = links_[{peer, sends}];
+  if (!made) made = std::make_unique<Link>(make_link_, peer, sends);
+  return *made;
+}
+
+// A send or recv: on its peer's link when the transport has links, else on the group's worker.
+inline WorkPtr Backend::submit_p2p(c10d::OpType type, const char* title, std::vector<at::Tensor> tensors, int peer,
+                                   bool sends, PeerBody body) {
+  const char* call = title + std::strlen("chorus:");
+  if (peer == rank_) refuse(call, "rank " + std::to_string(rank_) + " names itself as the peer");
+  // Held to the end: abort() and shutdown() stop the links, so none may be added or posted to meanwhile.
+  std::lock_guard<std::mutex> lock(lifetime_);
+  if (closed_) refuse(call, "the process group was shut down or aborted");
+  auto work = c10::make_intrusive<Work>(rank_, type, title, std::move(tensors));
+  const long ms = clamp_timeout(timeout_.load());
+  Link* on = make_link_ ? &link(peer, sends) : nullptr;
+  Worker::Job job;
+  if (on != nullptr) {
+    const std::string context = std::string(call) + (sends ? " to" : " from") + " rank " + std::to_string(peer) +
+                                " on rank " + std::to_string(rank_) + ", over their link (" + on->legend(rank_) + "): ";
+    job = [this, work, ms, on, context, body = std::move(body)] {
+      run_and_complete(*work, context, [&] {
+        Comm& comm = on->comm(ms);
+        comm.set_timeout_ms(ms);
+        body(comm, on->peer_in_link());
+      });
+    };
+  } else {
+    job = [this, work, ms, peer, body = std::move(body)] {
+      run_and_complete(*work, "", [&] {
+        comm_->set_timeout_ms(ms);
+        body(*comm_, peer);
+      });
+    };
+  }
+  {
+    std::lock_guard<std::mutex> batch_lock(batch_mutex_);
+    if (coalescing_) {
+      batch_.push_back({std::move(job), work, peer, sends, on});
+      return work;
+    }
+  }
+  if (on != nullptr) {
+    on->post(std::move(job));
+  } else {
+    worker_.post(std::move(job));
   }
   return work;
 }
@@ -171,6 +230,8 @@ inline WorkPtr Backend::endCoalescing() {
     batch.swap(batch_);
   }
   auto work = c10::make_intrusive<Work>(rank_, c10d::OpType::COALESCED, "chorus:coalesced", std::vector<at::Tensor>{});
+  const bool linked = std::any_of(batch.begin(), batch.end(), [](const Queued& q) { return q.link != nullptr; });
+  if (linked) return end_linked_batch(work, std::move(batch));
   const int me = rank_;
   Worker::Job job = [work, me, batch = std::move(batch)]() mutable {
     detail::order_point_to_point(batch, me);
@@ -182,6 +243,44 @@ inline WorkPtr Backend::endCoalescing() {
     work->complete(first);
   };
   worker_.post(std::move(job));
+  return work;
+}
+
+// A batch with sends and receives on links: each runs on its link, the collectives in order on the
+// worker; the batch's Work completes when all have run, with the first failure in the batch's order.
+inline WorkPtr Backend::end_linked_batch(c10::intrusive_ptr<Work> work, std::vector<Queued> batch) {
+  struct Parts {
+    std::vector<Queued> batch;
+    std::atomic<std::size_t> left{0};
+    c10::intrusive_ptr<Work> work;
+    void done_one() {
+      if (--left != 0) return;
+      std::exception_ptr first;
+      for (const Queued& q : batch) {
+        if (!first) first = q.work->exception();
+      }
+      work->complete(first);
+    }
+  };
+  auto parts = std::make_shared<Parts>();
+  parts->batch = std::move(batch);
+  parts->work = work;
+  std::vector<std::size_t> collectives;
+  for (std::size_t i = 0; i < parts->batch.size(); ++i) {
+    if (parts->batch[i].link == nullptr) collectives.push_back(i);
+  }
+  parts->left = parts->batch.size() - collectives.size() + (collectives.empty() ? 0 : 1);
+  std::lock_guard<std::mutex> lock(lifetime_);
+  if (closed_) refuse("coalesced", "the process group was shut down or aborted");
+  for (Queued& q : parts->batch) {
+    if (q.link != nullptr) q.link->post([parts, &q] { q.job(); parts->done_one(); });
+  }
+  if (!collectives.empty()) {
+    worker_.post([parts, collectives] {
+      for (const std::size_t i : collectives) parts->batch[i].job();
+      parts->done_one();
+    });
+  }
   return work;
 }
 
@@ -458,21 +557,19 @@ inline WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int peer, int /*t
   const at::Tensor& t = detail::single("send", tensors);
   detail::check_root("send", peer, size_);
   const at::Tensor src = t.contiguous();
-  return submit(c10d::OpType::SEND, "chorus:send", tensors, c10d::kUnsetTimeout, true,
-                [src, peer](Comm& comm) { comm.send(src.data_ptr(), bytes_of(src), chorus::DataType::uint8, peer); },
-                peer, true);
+  return submit_p2p(c10d::OpType::SEND, "chorus:send", tensors, peer, true, [src](Comm& comm, int to) {
+    comm.send(src.data_ptr(), bytes_of(src), chorus::DataType::uint8, to);
+  });
 }
 
 inline WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int peer, int /*tag*/) {
   const at::Tensor& t = detail::single("recv", tensors);
   detail::check_root("recv", peer, size_);
   const detail::Dense d = detail::dense(t);
-  return submit(c10d::OpType::RECV, "chorus:recv", tensors, c10d::kUnsetTimeout, true,
-                [d, peer](Comm& comm) {
-                  comm.recv(d.dense.data_ptr(), bytes_of(d.dense), chorus::DataType::uint8, peer);
-                  d.write_back();
-                },
-                peer, false);
+  return submit_p2p(c10d::OpType::RECV, "chorus:recv", tensors, peer, false, [d](Comm& comm, int from) {
+    comm.recv(d.dense.data_ptr(), bytes_of(d.dense), chorus::DataType::uint8, from);
+    d.write_back();
+  });
 }
 
 inline WorkPtr Backend::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {

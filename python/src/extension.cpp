@@ -39,9 +39,11 @@ c10::intrusive_ptr<Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& 
                                          const std::vector<std::int64_t>& global_ranks) {
   const long bound = std::clamp<long>(static_cast<long>(timeout_ms), 1L, chorus::env::kMaxTimeoutMs);
   std::unique_ptr<Transport> made;
+  LinkFactory links;  // mpi: none, point-to-point stays on the group's worker (docs/torch.md)
   try {
     if (transport == "shm") {
       made = shm_transport(store, rank, size, bound);
+      links = shm_links(store, rank);
 #ifdef CHORUS_TORCH_WITH_MPI
     } else if (transport == "mpi") {
       made = mpi_transport(rank, size, global_ranks);
@@ -54,7 +56,8 @@ c10::intrusive_ptr<Backend> make_backend(const c10::intrusive_ptr<c10d::Store>& 
     std::rethrow_exception(backend_error(e.what()));
   }
   (void)global_ranks;
-  return c10::make_intrusive<Backend>(std::move(made), rank, size, std::chrono::milliseconds(timeout_ms));
+  return c10::make_intrusive<Backend>(std::move(made), rank, size, std::chrono::milliseconds(timeout_ms),
+                                      std::move(links));
 }
 
 }  // namespace chorus_torch

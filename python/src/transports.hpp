@@ -7,11 +7,16 @@
 
 #include <chorus/shm.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
+#include "links.hpp"
 #include "store_bridge.hpp"
 #include "transport.hpp"
 
@@ -28,6 +33,60 @@ inline std::unique_ptr<Transport> shm_transport(const c10::intrusive_ptr<c10d::S
   options.timeout_ms = timeout_ms;
   options.key = "chorus/shm";  // the store is already the group's own (torch prefixes it)
   return std::make_unique<TransportOf<chorus::shm::Comm>>(chorus::shm::Comm(bridge, rank, size, options), "shm");
+}
+
+// Point-to-point links over shm (links.hpp): the link from rank A to rank B is a 2-rank shm::Comm
+// (A is its rank 0) found through the group's store under "chorus/p2p/A-B", made by each end's link
+// thread at its first message in that direction. Only pairs that exchange messages get one. Both
+// ends first count themselves in under that key and poll the count (1 to 20 ms apart) until both are
+// there: shm::Comm's own setup waits cannot be interrupted, and this wait must end at abort().
+inline constexpr const char* kLinksAborted = "chorus/p2p/aborted";
+
+inline LinkFactory shm_links(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+  LinkFactory links;
+  links.announce_abort = [store, rank](const std::string& why) {
+    try {
+      StoreBridge(store, rank).set(kLinksAborted, "rank " + std::to_string(rank) + ": " + why);
+    } catch (const chorus::Error&) {
+      // the store is gone: the links being made end at their timeout
+    }
+  };
+  links.make = [store, rank](int peer, bool sends, long timeout_ms, const std::function<bool()>& aborted)
+      -> std::unique_ptr<Transport> {
+    const char* call = sends ? "send" : "recv";
+    const std::string key = "chorus/p2p/" + std::to_string(sends ? rank : peer) + "-" + std::to_string(sends ? peer : rank);
+    StoreBridge bridge(store, rank);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    // Polls `ready` (a store call that does not block) until it holds, an abort, or the deadline.
+    auto poll = [&](auto&& ready, const char* what) {
+      for (auto pause = std::chrono::milliseconds(1); !ready(); pause = std::min(pause * 2, std::chrono::milliseconds(20))) {
+        if (aborted()) {
+          throw chorus::make_error(chorus::ErrorCode::peer_failed, call, chorus::RankName(rank),
+                                   "the process group was aborted while this rank waited for rank ", peer, what);
+        }
+        if (bridge.check({kLinksAborted})) {
+          throw chorus::make_error(chorus::ErrorCode::peer_failed, call, chorus::RankName(rank), "released because ",
+                                   bridge.get(kLinksAborted), " (while this rank waited for rank ", peer, what, ")");
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+          throw chorus::make_error(chorus::ErrorCode::timeout, call, chorus::RankName(rank), "waited ", timeout_ms,
+                                   " ms for rank ", peer, what, " (the call's timeout)");
+        }
+        std::this_thread::sleep_for(pause);
+      }
+    };
+    bridge.add(key + "/arrived", 1);
+    poll([&] { return bridge.add(key + "/arrived", 0) >= 2; },
+         sends ? " to receive the first message between them" : " to send the first message between them");
+    // torch's TCPStore client blocks all of a process's store calls while one of its threads waits in
+    // get(): so the receiver (shm::Comm's rank 1, which gets the segment's name) polls for the name first.
+    if (!sends) poll([&] { return bridge.check({key}); }, " to publish their link's shared memory");
+    chorus::shm::Options options;
+    options.timeout_ms = timeout_ms;
+    options.key = key;
+    return std::make_unique<TransportOf<chorus::shm::Comm>>(chorus::shm::Comm(bridge, sends ? 0 : 1, 2, options), "shm");
+  };
+  return links;
 }
 
 inline constexpr bool kHasMpi =

@@ -11,7 +11,14 @@ survivors). MODE is one of:
   wait       Work.wait(timeout) shorter than the call: raises DistBackendError at once, and the call
              itself still completes once the late rank arrives;
   kill       DDP training; the last rank SIGKILLs itself at step 3: every survivor raises within 5 s,
-             and no chorus segment is left in /dev/shm afterwards (checked by the last survivor).
+             and no chorus segment is left in /dev/shm afterwards (checked by the last survivor);
+  p2p-abort  the last rank aborts while the others wait in irecv from it (on a link not yet made: the
+             last rank never sends them a message) and while its own irecv from rank 0 waits on a
+             link that exists (20 s timeout): abort returns within 2 s, everyone raises within 2 s
+             naming the abort, and the last rank's next send is refused;
+  p2p-kill   the last rank sends one message to each other rank, then SIGKILLs itself while they wait
+             in irecv from it (20 s timeout): they raise within 2 s naming the dead rank, and no chorus
+             segment is left in /dev/shm.
 Every rank exits 0 when it saw what it should.
 """
 
@@ -26,7 +33,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 mode = sys.argv[1]
-dist.init_process_group("chorus", timeout=timedelta(seconds=20 if mode in ("abort", "absent") else 2))
+dist.init_process_group("chorus", timeout=timedelta(seconds=20 if mode in ("abort", "absent", "p2p-abort", "p2p-kill") else 2))
 rank, n = dist.get_rank(), dist.get_world_size()
 last = n - 1
 
@@ -110,6 +117,41 @@ elif mode == "kill":
             raise AssertionError(f"chorus left shared memory behind: {left}")
         print("rank 0: /dev/shm holds no chorus segment", flush=True)
     os._exit(0)  # the group is failed: leave without torch's teardown collectives
+elif mode == "p2p-abort":
+    t = torch.zeros(4)
+    if rank != last:
+        dist.send(torch.ones(4), last)
+        w = dist.irecv(t, last)
+        expect_error(w.wait, "aborted the process group", f"rank {last}", within=2)
+        if rank == 0:
+            time.sleep(1)  # rank 0 holds the store, which the others' waits poll until they are released
+    else:
+        for r in range(last):
+            dist.recv(t, r)
+        pending = dist.irecv(t, 0)  # rank 0 sends no second message
+        time.sleep(0.5)
+        start = time.monotonic()
+        backend().abort()
+        took = time.monotonic() - start
+        assert took < 2, f"rank {rank}: abort() took {took:.1f} s"
+        expect_error(pending.wait, "aborted the process group", within=1)
+        expect_error(lambda: dist.send(t, 0), "shut down or aborted", within=1)
+elif mode == "p2p-kill":
+    t = torch.zeros(4)
+    if rank != last:
+        dist.recv(t, last)
+        w = dist.irecv(t, last)
+        expect_error(w.wait, f"rank {last}", "died", within=2)
+        if rank == 0:
+            time.sleep(0.5)
+            left = chorus_segments()
+            if left:
+                raise AssertionError(f"chorus left shared memory behind: {left}")
+            print("rank 0: /dev/shm holds no chorus segment", flush=True)
+    else:
+        for r in range(last):
+            dist.send(torch.ones(4), r)
+        os.kill(os.getpid(), signal.SIGKILL)
 else:
     raise SystemExit(f"unknown mode {mode}")
 os._exit(0)
