@@ -89,7 +89,7 @@ inline std::vector<busbw_svg::Series> plot_series(const std::vector<bench::Row>&
     for (auto& s : series) {
       if (s.name == name) return s;
     }
-    series.push_back({name, {}, dashed});
+    series.push_back({name, {}, dashed ? busbw_svg::Line::predicted : busbw_svg::Line::measured});
     return series.back();
   };
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -1,7 +1,8 @@
 // chorus-plot: chorus-bench's busbw picture (bench/busbw_svg.hpp) for series measured elsewhere,
 // e.g. bench/chorus-compare's chorus, MPI and predicted lines in one plot. Reads
-//   {"title": "...", "series": [{"name": "...", "dashed": false, "points": [[bytes, busbw_gbps], ...]}, ...]}
-// and writes the SVG. Exit status 2 on a usage error or malformed input.
+//   {"title": "...", "series": [{"name": "...", "line": "measured", "points": [[bytes, busbw_gbps], ...]}, ...]}
+// and writes the SVG. "line" is measured (solid, the default), predicted (dashed) or limit (dotted);
+// "dashed": true, the older spelling, means predicted. Exit status 2 on a usage error or malformed input.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,16 @@ int main(int argc, char** argv) {
     const nlohmann::json doc = nlohmann::json::parse(in);
     std::vector<busbw_svg::Series> series;
     for (const nlohmann::json& s : doc.at("series")) {
-      busbw_svg::Series one{s.at("name").get<std::string>(), {}, s.value("dashed", false)};
+      busbw_svg::Series one{s.at("name").get<std::string>(), {}, busbw_svg::Line::measured};
+      const std::string line = s.value("line", std::string(s.value("dashed", false) ? "predicted" : "measured"));
+      if (line == "predicted") {
+        one.line = busbw_svg::Line::predicted;
+      } else if (line == "limit") {
+        one.line = busbw_svg::Line::limit;
+      } else if (line != "measured") {
+        throw std::runtime_error("series \"" + one.name + "\" has line \"" + line +
+                                 "\": expected measured, predicted or limit");
+      }
       for (const nlohmann::json& point : s.at("points")) {
         const double busbw = point.at(1).get<double>();
         if (!(busbw >= 0.0)) throw std::runtime_error("series \"" + one.name + "\" has a negative or NaN busbw");

@@ -1,6 +1,7 @@
 // chorus-bench --svg: bus bandwidth against message size, one line per series, log-scale size
-// axis (powers of two), linear bandwidth axis from 0. Predicted series are drawn dashed. Sizes of
-// 0 bytes have no place on a log axis and are left out.
+// axis (powers of two), linear bandwidth axis from 0. Measured series are drawn solid, predicted ones
+// dashed, limits (a bound no run can pass, such as memory bandwidth) dotted. Sizes of 0 bytes have no place
+// on a log axis and are left out.
 #pragma once
 
 #include <algorithm>
@@ -14,11 +15,22 @@
 
 namespace busbw_svg {
 
+enum class Line { measured, predicted, limit };
+
 struct Series {
   std::string name;
   std::vector<std::pair<std::size_t, double>> points;  // (bytes, busbw GB/s), in sweep order
-  bool dashed = false;
+  Line line = Line::measured;
 };
+
+inline const char* line_class(Line line) {
+  return line == Line::measured ? "measured" : line == Line::predicted ? "predicted" : "limit";
+}
+
+// The stroke-dasharray attribute of a line's polyline and legend swatch ("" when solid).
+inline std::string line_dashes(Line line) {
+  return line == Line::measured ? "" : line == Line::predicted ? " stroke-dasharray=\"6,4\"" : " stroke-dasharray=\"2,3\"";
+}
 
 // "1K", "64M", "3G" for powers of two; plain bytes below 1 KiB.
 inline std::string size_label(std::size_t bytes) {
@@ -101,11 +113,11 @@ inline std::string render(const std::string& title, const std::vector<Series>& s
       if (bytes == 0) continue;
       points += (points.empty() ? "" : " ") + num(px(bytes)) + "," + num(py(bw));
     }
-    svg += "<polyline class=\"" + std::string(s.dashed ? "predicted" : "measured") + "\" stroke=\"" + colour +
-           "\" points=\"" + points + "\"" + (s.dashed ? " stroke-dasharray=\"6,4\"" : "") + "/>\n";
+    svg += "<polyline class=\"" + std::string(line_class(s.line)) + "\" stroke=\"" + colour + "\" points=\"" + points +
+           "\"" + line_dashes(s.line) + "/>\n";
     const double ly = top + 14 + 18 * static_cast<double>(i);
     svg += line(left + plot_w + 14, ly - 4, left + plot_w + 44, ly - 4,
-                "stroke=\"" + colour + "\"" + (s.dashed ? " stroke-dasharray=\"6,4\"" : ""));
+                "stroke=\"" + colour + "\"" + line_dashes(s.line));
     svg += text(left + plot_w + 50, ly, s.name, "stroke=\"none\" fill=\"black\"");
   }
   svg += "</g>\n</svg>\n";

@@ -5,6 +5,7 @@
 # least 20, chosen by --min-time, the same on every rank) and bad arguments exit 2 before anything runs.
 # The shm line (chorus-bench --backend shm under chorus-run) is a peer like the others, with its own
 # ratios to MPI (shm_ratio, recomputed here from the medians); --no-shm gives the table and JSON without it.
+# The SVG has the memory-bandwidth limit the table reports, dotted; as root, chorus-compare starts mpirun itself.
 #   python3 check_chorus_compare.py COMPARE CHORUS_BENCH MPI_PEER MEMBW PLOT MPIRUN [CHORUS_RUN]
 # CHORUS_RUN defaults to chorus-run beside CHORUS_BENCH (both are built in build/bench), and must exist.
 import json, math, os, subprocess, sys, tempfile, xml.dom.minidom
@@ -22,8 +23,14 @@ tiny = ['--ranks', '2', '--sizes', '8,1K:4K:4', '--repeats', '3', '-n', '3', '-w
 oversubscribed = ['--mpi', 'MPI_Allreduce=--oversubscribe --bind-to none']
 
 
+# chorus-compare runs as a user would start it: without the variables that let Open MPI's mpirun run as
+# root (meson sets them for the suite). Run as root, as CI is, it must set them for its tools itself.
+user_env = {k: v for k, v in os.environ.items() if not k.startswith('OMPI_ALLOW_RUN_AS_ROOT')}
+
+
 def run(*args, given=tools):
-    return subprocess.run([sys.executable, compare] + given + list(args), capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, compare] + given + list(args), capture_output=True, text=True, timeout=600,
+                          env=user_env)
 
 
 def close(a, b):
@@ -123,9 +130,14 @@ with tempfile.TemporaryDirectory() as tmp:
             assert close(r4k['busbw_gbps'], 4096 / (r4k['time_us'] * 1e-6) / 1e9), (peer, r4k)
         dom = xml.dom.minidom.parse(out_svg)
         lines = dom.getElementsByTagName('polyline')
-        assert len(lines) == len(peers) and all(l.getAttribute('points').count(',') == 3 for l in lines), len(lines)
+        assert len(lines) == len(peers) + 1 and all(l.getAttribute('points').count(',') == 3 for l in lines), len(lines)
         legend = [t.firstChild.data for t in dom.getElementsByTagName('text') if t.firstChild]
         assert 'chorus host automatic, 2 ranks' in legend and 'Open MPI MPI_Allreduce, 2 ranks' in legend, legend
+        # The memory-bandwidth limit the table reports, dotted and flat: every point at the same height.
+        [limit] = [l for l in lines if l.getAttribute('class') == 'limit']
+        assert limit.getAttribute('stroke-dasharray') == '2,3', limit.toxml()
+        assert len({p.split(',')[1] for p in limit.getAttribute('points').split()}) == 1, limit.toxml()
+        assert 'memory-bandwidth limit, 2 ranks' in legend, legend
         assert ('chorus shm, 2 ranks' in legend) == shm, legend
 
     # --predict adds a dashed line (the host backend's prediction; the shm line has none); in-place picks the
@@ -146,8 +158,9 @@ with tempfile.TemporaryDirectory() as tmp:
                            '%.3f' % row['shm_ratio']['MPI_Allreduce']['in_place']], (cells, row)
     assert cells[14] == '%.3f' % row['shm_limit_fraction']['in_place'], (cells, row)
     dom = xml.dom.minidom.parse(out_svg)
-    dashed = [l for l in dom.getElementsByTagName('polyline') if l.getAttribute('stroke-dasharray')]
-    assert len(dashed) == 1 and len(dom.getElementsByTagName('polyline')) == 4, len(dashed)
+    predicted = [l for l in dom.getElementsByTagName('polyline') if l.getAttribute('class') == 'predicted']
+    assert len(predicted) == 1 and predicted[0].getAttribute('stroke-dasharray') == '6,4', len(predicted)
+    assert len(dom.getElementsByTagName('polyline')) == 5, dom.getElementsByTagName('polyline')
 
     # Without -n the counts are chosen by time: a tiny --min-time gives the least, 20 calls, on both tools
     # (every rank agreed, or chorus-mpi-peer would have hung); a longer one gives more at a small size.
