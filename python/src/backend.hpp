@@ -1,9 +1,10 @@
 // chorus_torch::Backend: a c10d::Backend over one chorus communicator per process group (transport.hpp). The glue only:
 // checks that torch's arguments are CPU tensors of agreeing shapes (refused at the call, in the
 // caller's thread, before any rank moves a byte), makes non-contiguous tensors contiguous (copied
-// back after the call), queues the call on the group's worker thread (worker.hpp), or a send or recv on
-// its peer's link (links.hpp), and hands back a Work whose future completes there (work.hpp). What each operation does on the communicator is in
-// collectives.hpp; how reductions map is in reduction.hpp.
+// back after the call), queues the call on the group's worker thread (worker.hpp), or a send or
+// recv on its peer's link (links.hpp), and hands back a Work whose future completes there (work.hpp).
+// What each operation does on the communicator is in collectives.hpp; how reductions map is in
+// reduction.hpp.
 #pragma once
 
 #include <c10/util/Exception.h>

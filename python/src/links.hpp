@@ -1,9 +1,9 @@
 // Point-to-point over links: a link is one direction of messages between this rank and one peer, with
 // its own thread and its own 2-rank communicator (the sender is its rank 0, the receiver its rank 1).
 // chorus's send returns when the receiver has taken the message and a communicator serves one thread,
-// so on the group's one worker an isend blocks the irecv queued behind it. Per link, a send waits only
-// for the receive it is matched with: whatever order the calls come in, every pattern in which each
-// pair's receives match its sends in issue order completes (as gloo's does), and each pair's messages
+// so on the group's one worker an isend blocks the irecv queued behind it. On a link a send waits
+// only for the receive it is matched with, and never for another pair's traffic or a collective, so
+// isend/irecv issued in any order complete once each is matched (as on gloo); each pair's messages
 // stay in issue order (one thread and one FIFO per direction).
 #pragma once
 
