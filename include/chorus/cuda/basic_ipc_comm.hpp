@@ -62,6 +62,7 @@
 #include "ipc_bootstrap.hpp"
 #include "ipc_calls.hpp"
 #include "ipc_p2p.hpp"
+#include "ipc_quiesce.hpp"
 #include "ipc_split.hpp"
 #include "kernel/launch_args.hpp"
 #include "kernel_choice.hpp"
@@ -549,7 +550,8 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
   }
 
   // Waits (bounded) for this rank's own work, then closes the peers' memory and frees its own. What a kernel
-  // may still touch (the wait did not end) is leaked rather than freed or unmapped under it.
+  // may still touch (the wait did not end) is leaked rather than freed or unmapped under it: this rank's
+  // memory when its own kernel did not end, its signals when a peer still owed it a credit (ipc_quiesce.hpp).
   void release() noexcept {
     if (!peers_ && scratch_ == nullptr && signals_ == nullptr && state_ == nullptr && views_ == nullptr && flag_ == nullptr &&
         timeout_host_ == nullptr && order_.eager == typename Device::Event{}) {
@@ -568,10 +570,29 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
       }
     }
     if (!drained && peers_) peers_->keep_open();
+    bool credited = drained;
+    if (drained && peers_ && signals_ != nullptr && state_ != nullptr) {
+      // After an abort a peer may never consume what it was sent, and the aborted kernels end within
+      // microseconds of seeing the abort word: a short grace, then the signals are freed as before.
+      const bool aborted = aborted_.load();
+      const long bound_ms = aborted ? std::min(200L, env::kernel_timeout_ms()) : env::kernel_timeout_ms();
+      try {
+        credited = wait_for_peer_credits(device, signals_, state_, blocks_, rank(), size(),
+                                         std::chrono::milliseconds(bound_ms), call_name<Device>("IpcComm::~IpcComm"));
+      } catch (const std::exception& e) {
+        credited = false;
+        chorus::log(LogLevel::warn, "chorus::", Device::kName, "::IpcComm: ", e.what());
+      }
+      if (!credited && !aborted) {
+        chorus::log(LogLevel::warn, "chorus::", Device::kName, "::IpcComm: rank ", rank(), " not freeing its signals: ",
+                    "a peer has not consumed all this rank sent it within ", bound_ms, " ms and may still write its credit");
+      }
+      credited = credited || aborted;
+    }
     peers_.reset();  // the peers' memory first
     if (drained) {
       device.free(scratch_);
-      device.free(signals_);
+      if (credited) device.free(signals_);
       device.free(state_);
       device.free(views_);
       device.free(flag_);
