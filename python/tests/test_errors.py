@@ -46,6 +46,15 @@ def chorus_segments():
     return sorted(f for f in os.listdir("/dev/shm") if f.startswith(f"chorus-"))
 
 
+def expect_no_segments_left():
+    """Rank 0, once the dead rank's peers have failed: nothing of chorus's is left in /dev/shm."""
+    time.sleep(0.5)
+    left = chorus_segments()
+    if left:
+        raise AssertionError(f"chorus left shared memory behind: {left}")
+    print("rank 0: /dev/shm holds no chorus segment", flush=True)
+
+
 def expect_error(fn, *words, within=None):
     start = time.monotonic()
     try:
@@ -111,11 +120,7 @@ elif mode == "kill":
     # DistBackendError naming the dead rank's failure.
     expect_error(train, within=5)
     if rank == 0:
-        time.sleep(0.5)
-        left = chorus_segments()
-        if left:
-            raise AssertionError(f"chorus left shared memory behind: {left}")
-        print("rank 0: /dev/shm holds no chorus segment", flush=True)
+        expect_no_segments_left()
     os._exit(0)  # the group is failed: leave without torch's teardown collectives
 elif mode == "p2p-abort":
     t = torch.zeros(4)
@@ -143,11 +148,7 @@ elif mode == "p2p-kill":
         w = dist.irecv(t, last)
         expect_error(w.wait, f"rank {last}", "died", within=2)
         if rank == 0:
-            time.sleep(0.5)
-            left = chorus_segments()
-            if left:
-                raise AssertionError(f"chorus left shared memory behind: {left}")
-            print("rank 0: /dev/shm holds no chorus segment", flush=True)
+            expect_no_segments_left()
     else:
         for r in range(last):
             dist.send(torch.ones(4), r)
