@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chorus/bench/sizes.hpp>
+#include <chorus/core/config.hpp>
 
 #include "sample_timing.hpp"
 
@@ -12,7 +13,7 @@
 #include <cstddef>
 #include <string>
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 // The flags as typed (sizes take K, M, G suffixes); parse() turns them into a SweepSpec.
 struct SweepFlags {
@@ -62,4 +63,4 @@ inline void add_sweep_flags(CLI::App& app, SweepFlags& flags, const std::string&
   app.add_option("-c,--check", flags.check_iters, check_help)->capture_default_str()->check(CLI::Range(0, 1 << 30));
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

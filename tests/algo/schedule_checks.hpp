@@ -4,13 +4,14 @@
 #include <chorus/algo/printer.hpp>
 #include <chorus/algo/schedule.hpp>
 #include <chorus/algo/verifier.hpp>
+#include <chorus/core/config.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <cstddef>
 #include <vector>
 
-namespace chorus::algo::testing {
+CHORUS_NAMESPACE_BEGIN namespace algo::testing {
 
 inline int count_ops(const std::vector<Step>& steps, Op op) {
   int count = 0;
@@ -39,4 +40,4 @@ inline std::size_t elements_sent(const Schedule& schedule) {
   return total;
 }
 
-}  // namespace chorus::algo::testing
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::testing

@@ -11,7 +11,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // Ranks are numbered relative to the root, v = (rank - root) mod n. The parent of v clears its
 // highest set bit; the children of v are v + d for every power of two d above v (d >= 1 for the
@@ -102,4 +102,4 @@ CHORUS_FUNC Schedule binomial_reduce(int ranks, std::size_t count, int root, con
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -18,7 +18,7 @@
 #include "tree.hpp"
 #include "two_shot.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // The table of which pattern serves which collective is Algorithm's (core/algorithm.hpp).
 inline bool supports(Collective collective, Pattern pattern) {
@@ -72,4 +72,4 @@ CHORUS_FUNC Schedule build(Collective collective, Pattern pattern, int ranks, st
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

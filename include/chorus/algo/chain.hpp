@@ -10,7 +10,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // The root copies each slice to its output and sends it on; every other rank receives it into
 // its output and forwards it from there (non-roots never read their input).
@@ -79,4 +79,4 @@ CHORUS_FUNC Schedule chain_reduce(int ranks, std::size_t count, int root, const 
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

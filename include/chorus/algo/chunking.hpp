@@ -5,7 +5,7 @@
 
 #include "../core/config.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 struct Range {
   std::size_t offset = 0;
@@ -37,4 +37,4 @@ CHORUS_HOST_DEVICE constexpr Range slice_of(Range whole, std::size_t slices, std
 // Positive modulo for ring arithmetic (rank - k may be negative).
 CHORUS_HOST_DEVICE constexpr int mod(int value, int n) { return ((value % n) + n) % n; }
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -10,7 +10,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // Rank r reads block r of every peer's input and folds them in rank order into its output. In
 // place, the output is this rank's own input block, so (except on rank 0, which reads its own
@@ -73,4 +73,4 @@ CHORUS_FUNC Schedule direct_all_gather(int ranks, std::size_t count, const Optio
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -12,7 +12,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // The largest power of two not above n (n >= 1).
 CHORUS_HOST_DEVICE constexpr int floor_power_of_two(int n) {
@@ -99,4 +99,4 @@ CHORUS_FUNC Schedule halving_doubling_all_reduce(int ranks, std::size_t count, c
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

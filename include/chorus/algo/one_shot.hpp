@@ -10,7 +10,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // In place, peers read this rank's input while it is writing the result over it; so the input is
 // first copied to scratch and peers read that copy instead.
@@ -42,4 +42,4 @@ CHORUS_FUNC Schedule one_shot_all_reduce(int ranks, std::size_t count, const Opt
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

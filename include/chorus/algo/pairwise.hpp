@@ -10,7 +10,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 CHORUS_HOST_DEVICE constexpr int pairwise_partner(int rank, int step, int n) { return mod(step - rank, n); }
 
@@ -59,4 +59,4 @@ CHORUS_FUNC Schedule pairwise_all_to_all(int ranks, std::size_t count, const Opt
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -11,7 +11,7 @@
 #include "../core/config.hpp"
 #include "schedule.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // "out[8,10)": a buffer range as a half-open interval of elements.
 inline std::string range_text(Span span, std::size_t count) {
@@ -97,4 +97,4 @@ CHORUS_FUNC std::string to_table(const Schedule& schedule) {
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

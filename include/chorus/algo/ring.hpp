@@ -13,7 +13,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // Index arithmetic of the ring, shared with device kernels. Chunks are numbered by ring position.
 // Reduce-scatter step k (0..n-2): position p sends chunk p-k and receives chunk p-k-1; after the
@@ -152,4 +152,4 @@ CHORUS_FUNC Schedule ring_all_gather(int ranks, std::size_t count, const Options
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -13,7 +13,7 @@
 #include "../core/collective.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // The collectives and their facts live in core (collective.hpp); algo uses them unqualified.
 using chorus::Collective;
@@ -191,4 +191,4 @@ CHORUS_FUNC void link(Schedule& schedule) {
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

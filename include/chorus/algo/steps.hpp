@@ -7,11 +7,12 @@
 #include <limits>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "chunking.hpp"
 #include "schedule.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 inline Span input_at(std::size_t offset) { return Span{Buffer::input, offset}; }
 inline Span output_at(std::size_t offset) { return Span{Buffer::output, offset}; }
@@ -124,4 +125,4 @@ inline void fold_in_rank_order(StepList& list, int rank, int ranks, std::size_t 
   }
 }
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -15,7 +15,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 // Tree 0 over positions 0..n-1: the parent of p clears its lowest set bit b and sets 2b, or, when
 // that is out of range, just clears b. So odd positions are leaves, and position 0 is the root
@@ -135,4 +135,4 @@ CHORUS_FUNC Schedule tree_all_reduce(int ranks, std::size_t count, const Options
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -11,7 +11,7 @@
 #include "schedule.hpp"
 #include "steps.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 CHORUS_FUNC Schedule two_shot_all_reduce(int ranks, std::size_t count, const Options& options = {});
 
@@ -55,4 +55,4 @@ CHORUS_FUNC Schedule two_shot_all_reduce(int ranks, std::size_t count, const Opt
 }
 #endif
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

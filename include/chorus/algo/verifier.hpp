@@ -25,7 +25,7 @@
 #include "../core/config.hpp"
 #include "schedule.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 struct Verdict {
   bool ok = true;
@@ -37,7 +37,7 @@ struct Verdict {
 // throws for a malformed schedule: every defect becomes Verdict::problem.
 CHORUS_FUNC Verdict verify(const Schedule& schedule);
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo
 
 #if CHORUS_DEFINE_BODIES
 #include "verifier_inl.hpp"

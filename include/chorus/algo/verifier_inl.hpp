@@ -14,7 +14,7 @@
 #include "verifier/simulation.hpp"
 #include "verifier/step_checks.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 namespace verify_detail {
 
 inline std::string verify_or_explain(const Schedule& schedule, std::size_t& elements_sent) {
@@ -66,4 +66,4 @@ CHORUS_FUNC Verdict verify(const Schedule& schedule) {
   return verdict;
 }
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -20,8 +20,9 @@
 
 #include "../core/bus_bandwidth.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 // The formulas themselves are core vocabulary (the cost model reports them too).
 using chorus::algbw_gbps;
@@ -57,4 +58,4 @@ inline Shape shape_of(Collective collective, std::size_t sweep_bytes, std::size_
   return shape;
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

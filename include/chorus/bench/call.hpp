@@ -11,10 +11,11 @@
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 namespace detail {
 // Whether Comm's collectives other than all_reduce take an Algorithm: a backend offers it on all
 // of them or none (probed on broadcast).
@@ -61,4 +62,4 @@ void call_collective(Comm& comm, Collective collective, const T* send, T* recv, 
   throw Error(ErrorCode::invalid_argument, "chorus::bench::call_collective: unknown collective");
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

@@ -21,12 +21,13 @@
 #include <vector>
 
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/reduce_op.hpp"
 #include "bandwidth.hpp"
 #include "names.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 template <class T>
 T from_integer(long long value) {
@@ -136,4 +137,4 @@ class Check {
   std::vector<T> reduced_;  // the expected reduction at global index j is reduced_[j % period_]
 };
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

@@ -11,9 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 // Far above any machine's CPU count (Linux's NR_CPUS is at most 8192) and small enough that a typo
 // such as "0-99999999" is refused instead of allocating a list of a hundred million CPUs.
@@ -86,4 +87,4 @@ inline std::string format_cpu_list(const std::vector<int>& cpus) {
   return out;
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

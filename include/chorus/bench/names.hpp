@@ -9,11 +9,12 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 // nccl-tests' type column: half, float and double rather than float16, float32, float64.
 inline const char* nccl_name(DataType type) {
@@ -95,4 +96,4 @@ inline Collective parse_collective(std::string_view text) {
   throw detail::unknown_name("collective", text, kCollectiveChoices);
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

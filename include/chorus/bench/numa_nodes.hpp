@@ -9,10 +9,11 @@
 #include <map>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "cpu_list.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 constexpr const char* kSysfsNodeDir = "/sys/devices/system/node";
 
@@ -54,4 +55,4 @@ inline std::map<int, int> numa_node_of_cpus(const std::string& node_dir = kSysfs
   return node_of;
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

@@ -9,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 namespace detail {
 inline Error size_error(std::string_view text, const char* why) {
@@ -105,4 +106,4 @@ inline std::vector<std::size_t> size_sweep(const SweepSpec& spec) {
   return sizes;
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

@@ -6,9 +6,10 @@
 #include <cstddef>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 struct Summary {
   std::size_t samples = 0;
@@ -77,4 +78,4 @@ inline Summary summarize(const std::vector<double>& values) {
   return s;
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

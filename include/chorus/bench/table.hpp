@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "bandwidth.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 // One timed placement (out-of-place or in-place) of one row.
 struct Result {
@@ -141,4 +142,4 @@ inline std::string table_footer(const std::vector<Row>& rows) {
   return table_footer(total_wrong(rows), average_busbw(rows));
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

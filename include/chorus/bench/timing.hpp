@@ -5,9 +5,10 @@
 
 #include <chrono>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::bench {
+CHORUS_NAMESPACE_BEGIN namespace bench {
 
 // Runs call() `warmup` times untimed, then `iters` times timed between barriers; returns this
 // rank's seconds per call. Warm-up pays for first-touch page faults and waking idle threads,
@@ -28,4 +29,4 @@ double seconds_per_call(Comm& comm, int warmup, int iters, Fn&& call) {
   return std::chrono::duration<double>(stop - start).count() / iters;
 }
 
-}  // namespace chorus::bench
+}  CHORUS_NAMESPACE_END  // namespace chorus::bench

@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 
-namespace chorus::bootstrap {
+CHORUS_NAMESPACE_BEGIN namespace bootstrap {
 
 // Replaces `object` on every rank with the root's.
 template <class Comm, class T>
@@ -39,4 +40,4 @@ std::vector<T> all_gather_object(Comm& comm, const T& object) {
   return all;
 }
 
-}  // namespace chorus::bootstrap
+}  CHORUS_NAMESPACE_END  // namespace chorus::bootstrap

@@ -31,10 +31,11 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "store.hpp"
 
-namespace chorus::bootstrap {
+CHORUS_NAMESPACE_BEGIN namespace bootstrap {
 
 class FileStore final : public Store {
  public:
@@ -244,4 +245,4 @@ class FileStore final : public Store {
   std::chrono::milliseconds timeout_;
 };
 
-}  // namespace chorus::bootstrap
+}  CHORUS_NAMESPACE_END  // namespace chorus::bootstrap

@@ -14,9 +14,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::bootstrap {
+CHORUS_NAMESPACE_BEGIN namespace bootstrap {
 
 struct LaunchInfo {
   std::string launcher = "none";  // "openmpi", "torchrun", "mpich", "slurm" or "none"
@@ -105,4 +106,4 @@ inline int local_device(int device_count, const LaunchInfo& info = launch_info()
   return info.local_rank;
 }
 
-}  // namespace chorus::bootstrap
+}  CHORUS_NAMESPACE_END  // namespace chorus::bootstrap

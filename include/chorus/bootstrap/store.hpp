@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace chorus::bootstrap {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace bootstrap {
 
 namespace detail {
 
@@ -84,4 +86,4 @@ class Store {
   virtual std::chrono::milliseconds timeout() const = 0;
 };
 
-}  // namespace chorus::bootstrap
+}  CHORUS_NAMESPACE_END  // namespace chorus::bootstrap

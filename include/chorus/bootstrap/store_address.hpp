@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "file_store.hpp"
@@ -26,7 +27,7 @@
 #include "store.hpp"
 #include "tcp_store.hpp"
 
-namespace chorus::bootstrap {
+CHORUS_NAMESPACE_BEGIN namespace bootstrap {
 
 struct StoreAddress {
   enum class Kind { tcp, file };
@@ -128,4 +129,4 @@ inline std::unique_ptr<Store> store_from_environment(
   return std::make_unique<TcpStore>(address.host, address.port, info.rank == 0, timeout);
 }
 
-}  // namespace chorus::bootstrap
+}  CHORUS_NAMESPACE_END  // namespace chorus::bootstrap

@@ -41,10 +41,11 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "store.hpp"
 
-namespace chorus::bootstrap {
+CHORUS_NAMESPACE_BEGIN namespace bootstrap {
 
 namespace detail::tcp {
 
@@ -558,4 +559,4 @@ class TcpStore final : public Store {
   Clock::time_point deadline_{};
 };
 
-}  // namespace chorus::bootstrap
+}  CHORUS_NAMESPACE_END  // namespace chorus::bootstrap

@@ -4,8 +4,9 @@
 #pragma once
 
 #include "collective.hpp"
+#include "config.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 // After `automatic`, one value per algo::Pattern, in the same order.
 enum class Algorithm { automatic, ring, tree, halving_doubling, one_shot, two_shot, direct, chain, binomial, pairwise };
@@ -62,4 +63,4 @@ inline const char* algorithm_choices(Collective collective) {
   return "automatic";
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

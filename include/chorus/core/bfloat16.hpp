@@ -10,7 +10,7 @@
 #include "bit_cast.hpp"
 #include "config.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 struct bfloat16 {
   std::uint16_t bits = 0;
@@ -46,4 +46,4 @@ struct bfloat16 {
 
 static_assert(sizeof(bfloat16) == 2, "chorus::bfloat16 must match __nv_bfloat16's layout");
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -6,7 +6,7 @@
 
 #include "config.hpp"
 
-namespace chorus::detail {
+CHORUS_NAMESPACE_BEGIN namespace detail {
 
 template <class To, class From>
 CHORUS_HOST_DEVICE inline To bit_cast(const From& from) {
@@ -18,4 +18,4 @@ CHORUS_HOST_DEVICE inline To bit_cast(const From& from) {
   return to;
 }
 
-}  // namespace chorus::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::detail

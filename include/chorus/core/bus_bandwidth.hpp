@@ -12,8 +12,9 @@
 #include <cstddef>
 
 #include "collective.hpp"
+#include "config.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 inline double bus_factor(Collective collective, int ranks) {
   const double n = ranks;
@@ -38,4 +39,4 @@ inline double busbw_gbps(Collective collective, int ranks, std::size_t bytes, do
   return algbw_gbps(bytes, seconds) * bus_factor(collective, ranks);
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "config.hpp"
 
 
-namespace chorus {
+
+CHORUS_NAMESPACE_BEGIN
 
 enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all };
 
@@ -101,4 +103,4 @@ inline bool is_in_place(Collective collective, const void* send, const void* rec
   return s == r;
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -27,11 +27,12 @@
 #include <utility>
 
 #include "algorithm.hpp"
+#include "config.hpp"
 #include "data_type.hpp"
 #include "memory_space.hpp"
 #include "reduce_op.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 namespace contract {
 
 template <class, template <class> class, class = void>
@@ -143,4 +144,4 @@ constexpr bool check_communicator() {
   return is_communicator_v<C>;
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

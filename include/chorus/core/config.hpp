@@ -68,3 +68,31 @@
 #define CHORUS_FUNC inline
 #define CHORUS_DEFINE_BODIES 1
 #endif
+
+// The ABI tag: every chorus name lives in an inline namespace named after the exact version and the mode,
+// chorus::v0_1_0 header-only and chorus::v0_1_0_lib compiled, so code still writes chorus::host::Comm while
+// the linker sees chorus::v0_1_0_lib::host::Comm. A unit compiled against one version's headers and linked
+// with a libchorus of another, or a header-only unit mixed with compiled-mode units in one program, then
+// fails to link (undefined reference to chorus::v..._lib::...) instead of silently breaking the one
+// definition rule. The whole version, patch included, because 0.x promises no ABI between releases; the
+// mode because a header-only unit's inline definitions and libchorus's must not stand in for each other.
+// docs/abi.md says more.
+#define CHORUS_ABI_TAG_PASTE_(major, minor, patch, mode) v##major##_##minor##_##patch##mode
+#define CHORUS_ABI_TAG_EXPAND_(major, minor, patch, mode) CHORUS_ABI_TAG_PASTE_(major, minor, patch, mode)
+#if defined(CHORUS_COMPILED_LIB)
+#define CHORUS_ABI_TAG_MODE_ _lib
+#else
+#define CHORUS_ABI_TAG_MODE_
+#endif
+#define CHORUS_ABI_TAG \
+  CHORUS_ABI_TAG_EXPAND_(CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR, CHORUS_VERSION_PATCH, CHORUS_ABI_TAG_MODE_)
+#define CHORUS_ABI_TAG_STRING CHORUS_STRINGIZE(CHORUS_ABI_TAG)
+// Opens and closes namespace chorus with the tag inside; nested library namespaces go inside it
+// (`CHORUS_NAMESPACE_BEGIN namespace host { ... }  CHORUS_NAMESPACE_END`). C++17 has no
+// `namespace chorus::inline v0`, hence the macros (the spelling fmt and nlohmann/json use).
+#define CHORUS_NAMESPACE_BEGIN \
+  namespace chorus {           \
+  inline namespace CHORUS_ABI_TAG {
+#define CHORUS_NAMESPACE_END \
+  }                          \
+  }

@@ -6,9 +6,10 @@
 #include <type_traits>
 
 #include "bfloat16.hpp"
+#include "config.hpp"
 #include "half.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 enum class DataType : int {
   int8 = 0,
@@ -96,4 +97,4 @@ decltype(auto) visit_type(DataType type, Fn&& fn) {
   return fn(float{});
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

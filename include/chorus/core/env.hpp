@@ -20,9 +20,10 @@
 #include <cstring>
 #include <string>
 
+#include "config.hpp"
 #include "error.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 inline constexpr long kDefaultTimeoutMs = 30000;
 inline constexpr long kDefaultKernelTimeoutMs = 600000;
@@ -94,4 +95,4 @@ inline LogLevel log_level() {
 }
 
 }  // namespace env
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -7,7 +7,9 @@
 #include <string>
 #include <utility>
 
-namespace chorus {
+#include "config.hpp"
+
+CHORUS_NAMESPACE_BEGIN
 
 enum class ErrorCode {
   invalid_argument,  // caught on the calling rank before any communication
@@ -72,4 +74,4 @@ Error make_error(ErrorCode code, const char* call, RankName rank, const Parts&..
   return Error(code, detail::concat("chorus::", call, " on rank ", rank, ": ", details...));
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

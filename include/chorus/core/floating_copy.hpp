@@ -14,7 +14,7 @@
 #include "data_type.hpp"
 #include "half.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 namespace detail {
 
 template <class Fn>
@@ -70,4 +70,4 @@ inline void copy_floating(const void* src, DataType src_type, void* dst, DataTyp
   });
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -12,7 +12,7 @@
 #include "bit_cast.hpp"
 #include "config.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 struct half {
   std::uint16_t bits = 0;
@@ -94,4 +94,4 @@ struct half {
 
 static_assert(sizeof(half) == 2, "chorus::half must match __half's layout");
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

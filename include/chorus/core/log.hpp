@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <string>
 
+#include "config.hpp"
 #include "env.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 template <class... Parts>
 void log(LogLevel level, const Parts&... parts) {
@@ -16,4 +17,4 @@ void log(LogLevel level, const Parts&... parts) {
   std::fputs(line.c_str(), stderr);
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -16,7 +16,9 @@
 
 #include <type_traits>
 
-namespace chorus {
+#include "config.hpp"
+
+CHORUS_NAMESPACE_BEGIN
 
 enum class MemorySpace { host, device };
 
@@ -68,4 +70,4 @@ constexpr bool require_host_memory() {
   return true;  // one error, the one above
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -7,9 +7,10 @@
 #include <type_traits>
 
 #include "bit_cast.hpp"
+#include "config.hpp"
 #include "data_type.hpp"
 
-namespace chorus {
+CHORUS_NAMESPACE_BEGIN
 
 enum class ReduceOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };  // NCCL's numbering
 
@@ -199,4 +200,4 @@ inline void finish_avg(T* data, std::size_t count, int ranks) {
   for (std::size_t i = 0; i < count; ++i) data[i] = divide_by(data[i], ranks);
 }
 
-}  // namespace chorus
+CHORUS_NAMESPACE_END  // namespace chorus

@@ -49,6 +49,7 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
@@ -72,7 +73,7 @@
 #include "team_options.hpp"
 #include "timeout_error.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // The bootstrap's MemoryOpener over a Device: maps a peer's allocation into this process, and publishes the
 // finished view to this rank's kernels (views[rank] in device memory).
@@ -667,4 +668,4 @@ class BasicIpcComm : public IpcCalls<BasicIpcComm<Device>> {
   const char* launched_call_ = nullptr;  // the last call's name, for wait()'s errors
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

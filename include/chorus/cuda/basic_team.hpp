@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "../core/algorithm.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
@@ -52,7 +53,7 @@
 #include "transfer.hpp"
 #include "transfer_plan.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 class TwinDevice;
 template <class Adapter>
@@ -588,4 +589,4 @@ class BasicTeam {
   std::shared_ptr<void> comm_state_;     // the per-rank views' shared state, made by the first comm()
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

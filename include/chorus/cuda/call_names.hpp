@@ -9,8 +9,9 @@
 #include <string>
 
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // "<Device::kName>::<member>", kept for the life of the program (errors and NVTX ranges hold the pointer).
 template <class Device>
@@ -29,4 +30,4 @@ const char* call_name(const char* type, Collective collective) {
   return call_name<Device>(std::string(type) + "::" + to_string(collective));
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_check.hpp"
 #include "kernel/collective_call.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 struct TeamCallShape {
   const char* call;  // "cuda::Team::broadcast", ...
@@ -90,4 +91,4 @@ inline void check_rank_collective(const char* call, int rank, int ranks, const r
   }
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -6,12 +6,13 @@
 // One entry point for all collectives keeps the instantiations (and nvcc's time) to one per element type.
 #pragma once
 
+#include "../core/config.hpp"
 #include "device_block.cuh"
 #include "kernel/bounded_wait.hpp"
 #include "kernel/collective.hpp"
 #include "kernel/launch_args.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class T>
 __global__ void __launch_bounds__(kMaxThreadsPerBlock) collective_kernel(const kernel::RankView* views, CallBuffers buffers, int first_rank, int blocks_per_rank,
@@ -27,4 +28,4 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock) collective_kernel(const k
   kernel::collective(device_block, view, call, args.algorithm);
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -12,9 +12,10 @@
 
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "kernel/rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Threads per block every kernel is compiled for (__launch_bounds__): the compiler keeps register use low
 // enough that a block of this many threads fits an SM, for every element type (cuda::Team relies on it
@@ -85,4 +86,4 @@ class DeviceBlock {
   const std::uint32_t* aborted_;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -9,10 +9,11 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/floating_copy.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class S, class D>
 __global__ void floating_copy_kernel(const S* in, D* out, std::size_t n, double divisor) {
@@ -34,4 +35,4 @@ inline void launch_floating_copy(const void* src, DataType src_type, void* dst, 
   });
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

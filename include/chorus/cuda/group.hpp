@@ -14,9 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 namespace rendezvous_detail {
 struct Job;  // rendezvous.hpp
 }  // namespace rendezvous_detail
@@ -127,4 +128,4 @@ class Group {
   bool open_ = true;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

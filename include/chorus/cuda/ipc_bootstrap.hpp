@@ -34,11 +34,12 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "ipc_record.hpp"
 #include "ring_orders.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // This rank's own memory, as its own kernel addresses it.
 struct IpcLocalMemory {
@@ -220,4 +221,4 @@ class IpcPeerMemory {
   kernel::RankView view_{};
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -15,6 +15,7 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
@@ -22,7 +23,7 @@
 #include "../runtime/collective_front.hpp"
 #include "kernel_choice.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // One send or receive of this rank.
 struct IpcPeerCall {
@@ -83,4 +84,4 @@ class IpcCalls : public runtime::CollectiveFront<Self> {
   Self& self() { return static_cast<Self&>(*this); }
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

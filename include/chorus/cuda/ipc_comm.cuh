@@ -14,14 +14,15 @@
 // (docs/gpu-validation.md).
 #pragma once
 
+#include "../core/config.hpp"
 #include "basic_ipc_comm.hpp"
 #include "device/cuda_device.cuh"
 #include "team.cuh"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 using IpcComm = BasicIpcComm<CudaDevice>;
 
 static_assert(check_communicator<IpcComm>(), "chorus::cuda::IpcComm must satisfy the communicator contract");
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -16,13 +16,14 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_check.hpp"
 #include "ipc_calls.hpp"
 #include "kernel/p2p_call.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 inline void add_ipc_transfer(kernel::P2pTable& table, const IpcPeerCall& c, const char* call, int rank, int size) {
   const std::size_t bytes = runtime::check_point_to_point(call, rank, size, c.data, c.count, c.type, c.peer);
@@ -34,4 +35,4 @@ inline void add_ipc_transfer(kernel::P2pTable& table, const IpcPeerCall& c, cons
   (c.sending ? table.sends : table.recvs)[used++] = kernel::P2pEntry{c.peer, -1, c.data, bytes};
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

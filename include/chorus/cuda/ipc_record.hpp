@@ -17,10 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 inline constexpr std::uint32_t kIpcRecordMagic = 0x43485243u;  // "CHRC"
 inline constexpr std::uint32_t kIpcRecordVersion = 1;           // bump when IpcRecord or RankView changes
@@ -139,4 +140,4 @@ inline int agreed_blocks(const std::vector<IpcRecord>& records) {
   return blocks;
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -21,10 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "ipc_record.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // What each parent rank says in a split's first exchange.
 struct IpcSplitEntry {
@@ -101,4 +102,4 @@ class IpcSplitChannel {
   IpcSplitPlan plan_;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

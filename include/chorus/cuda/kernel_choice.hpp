@@ -7,10 +7,11 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/collective_call.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Where Algorithm::automatic switches kernels, in the bytes kernel_for sees (all_reduce: the whole
 // buffer; all_gather and reduce_scatter: one rank's block). Each is the LARGEST size the named kernel
@@ -125,4 +126,4 @@ inline kernel::KernelAlgorithm kernel_for_call(Collective collective, Algorithm 
                                               : kernel_for(collective, algorithm, bytes, crossovers);
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/collective_call.hpp"
 #include "kernel_choice.hpp"
 
-namespace chorus::cuda::sweep {
+CHORUS_NAMESPACE_BEGIN namespace cuda::sweep {
 
 // A collective, or the ring exchange through Team::transfer (each rank sends to the next, receives from
 // the previous), which is no Collective.
@@ -97,4 +98,4 @@ inline kernel::KernelAlgorithm automatic_kernel(Collective collective, std::size
                                               : kernel_for(collective, Algorithm::automatic, bytes, crossovers);
 }
 
-}  // namespace chorus::cuda::sweep
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::sweep

@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "device_block.cuh"
 #include "kernel/rank_view.hpp"
 #include "runtime_check.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // The most blocks per rank `device` keeps resident at once for `ranks` ranks in one launch. Every kernel
 // is compiled with __launch_bounds__(kMaxThreadsPerBlock), so the compiler fits a block of up to 1024
@@ -55,4 +56,4 @@ inline void launch_rank_blocks(const void* kernel, void** args, int ranks, int b
              "cudaLaunchCooperativeKernel");
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -13,10 +13,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "kernel/rank_view.hpp"
 #include "launch_wait.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // One launch group's order: the eager event, and the event of its launches in the current capture.
 template <class Device>
@@ -53,4 +54,4 @@ struct LaunchOrder {
   }
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -7,13 +7,14 @@
 #include <cstddef>
 
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/reduce_op.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/nvtx_range.hpp"
 #include "kernel/all_reduce_call.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class T>
 runtime::NvtxRange collective_range(Collective collective, std::size_t count, ReduceOp op, int root, int ranks,
@@ -28,4 +29,4 @@ runtime::NvtxRange collective_range(Collective collective, std::size_t count, Re
   return runtime::NvtxRange(described, bytes, kernel::to_string(algorithm));
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

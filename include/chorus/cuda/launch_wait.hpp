@@ -8,12 +8,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/wait.hpp"
 #include "kernel/rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 inline constexpr long kHostGraceMs = 5000;
 
@@ -54,4 +55,4 @@ void wait_for_work(const std::vector<PendingWork<Device>>& pending, const std::v
   });
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -24,11 +24,12 @@
 #include <vector>
 
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/all_reduce_call.hpp"
 #include "kernel_choice.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // One median: kernel `kernel` took `seconds` on a call whose kernel_for bytes were `bytes`.
 struct KernelTiming {
@@ -164,4 +165,4 @@ inline std::string paste_line(const KernelCrossovers& c, const KernelCrossovers&
   return line;
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "../core/algorithm.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
@@ -40,7 +41,7 @@
 #include "group.hpp"
 #include "transfer.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // One rank's part of a team call (a collective, barrier or split), as checked on its rank.
 struct RankCall {
@@ -397,4 +398,4 @@ class Rendezvous : public GroupMember, public std::enable_shared_from_this<Rende
   RunTransfers run_transfers_;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

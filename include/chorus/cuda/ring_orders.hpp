@@ -7,10 +7,11 @@
 #include <numeric>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Each order is position -> rank, a permutation of 0..n-1.
 using RingOrders = std::vector<std::vector<int>>;
@@ -56,4 +57,4 @@ inline void fill_rings(kernel::RankView& view, const RingOrders& orders) {
   }
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

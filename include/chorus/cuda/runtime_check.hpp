@@ -4,9 +4,10 @@
 
 #include "runtime_header.hpp"
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Out of memory is the caller's to fix (a smaller size, fewer ranks); a missing or busy device is a
 // build or machine limit; anything else is internal: chorus asked the runtime for something wrong.
@@ -33,4 +34,4 @@ inline void check_cuda(cudaError_t status, const char* call, RankName rank, cons
                    cudaGetErrorName(status), ")");
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

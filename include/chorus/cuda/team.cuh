@@ -12,15 +12,16 @@
 // sum two_shot" (runtime/nvtx_range.hpp): Algorithm::automatic shows what kernel_for chose.
 #pragma once
 
+#include "../core/config.hpp"
 #include "basic_team.hpp"
 #include "device/cuda_device.cuh"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 using TeamOptions = BasicTeamOptions<CudaDevice>;
 using Team = BasicTeam<CudaDevice>;
 using CurrentDeviceGuard = CudaDevice::CurrentGuard;
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda
 
 #include "team_comm.cuh"

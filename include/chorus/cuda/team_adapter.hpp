@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "../core/algorithm.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "basic_team.hpp"
 #include "rendezvous.hpp"
 #include "team_comm.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class Device>
 class TeamAdapter {
@@ -145,4 +146,4 @@ void BasicTeam<Device>::group(Fn&& fn) {
   group.end();
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -14,12 +14,13 @@
 #pragma once
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "team.cuh"
 #include "team_adapter.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 using RankComm = BasicRankComm<TeamAdapter<CudaDevice>>;
 static_assert(check_communicator<RankComm>(), "chorus::cuda::RankComm must satisfy the communicator contract");
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

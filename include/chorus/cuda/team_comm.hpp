@@ -41,6 +41,7 @@
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/memory_space.hpp"
@@ -51,7 +52,7 @@
 #include "kernel_choice.hpp"
 #include "rendezvous.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class Adapter>
 class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
@@ -217,4 +218,4 @@ class BasicRankComm : public runtime::CollectiveFront<BasicRankComm<Adapter>> {
   Stream stream_{};
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -5,13 +5,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/partition.hpp"
 #include "kernel/rank_view.hpp"
 #include "kernel_choice.hpp"
 #include "ring_orders.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class Device>
 struct BasicTeamOptions {
@@ -76,4 +77,4 @@ kernel::ScratchLayout team_layout(const BasicTeamOptions<Device>& options, int r
       kernel::make_layout(options.staging_bytes, options.ll_bytes, options.fifo_slot_bytes, options.fifo_depth, blocks), ranks, blocks);
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

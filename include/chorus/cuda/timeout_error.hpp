@@ -5,11 +5,12 @@
 
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/all_reduce_call.hpp"
 #include "kernel/rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Whether `record` holds a timeout (acquire: its fields were written before `timed_out`).
 inline bool timed_out(const kernel::TimeoutRecord& record) {
@@ -27,4 +28,4 @@ inline Error timeout_error(const kernel::TimeoutRecord& record, const char* call
   return timeout_error(record, call, kernel::to_string(algorithm), timeout_ms);
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../topo/busid.hpp"
 #include "../topo/ring_search.hpp"
 #include "../topo/topology.hpp"
 #include "ring_orders.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 struct RingChoice {
   RingOrders orders;
@@ -95,4 +96,4 @@ inline RingChoice ring_orders_for(const topo::Topology& machine, const std::vect
   }
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

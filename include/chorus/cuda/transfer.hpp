@@ -11,7 +11,9 @@
 
 #include <cstddef>
 
-namespace chorus::cuda {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class T>
 struct Transfer {
@@ -22,4 +24,4 @@ struct Transfer {
   std::size_t count;  // elements
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

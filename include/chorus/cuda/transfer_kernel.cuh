@@ -4,12 +4,13 @@
 // in the launch's parameters (about 3 KiB for 8 ranks), so a call needs no device allocation.
 #pragma once
 
+#include "../core/config.hpp"
 #include "device_block.cuh"
 #include "kernel/bounded_wait.hpp"
 #include "kernel/launch_args.hpp"
 #include "kernel/p2p.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Ranks listed in no transfer return at once: their blocks are in the cooperative grid (its size is
 // fixed per team) but touch no memory.
@@ -24,4 +25,4 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock) transfer_kernel(const ker
   kernel::p2p<T>(device_block, views[rank], table);
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

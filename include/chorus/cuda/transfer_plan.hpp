@@ -7,11 +7,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "kernel/p2p_call.hpp"
 #include "transfer.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 namespace detail_transfer {
 
@@ -82,4 +83,4 @@ std::vector<kernel::P2pTable> plan_transfers(const char* call, int ranks, const 
   return tables;
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

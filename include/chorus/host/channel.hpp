@@ -10,9 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 struct alignas(64) Channel {
   std::atomic<std::uint64_t> posted{0};  // written by the sender
@@ -36,4 +37,4 @@ struct alignas(64) Channel {
   }
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

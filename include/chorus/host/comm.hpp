@@ -37,7 +37,7 @@
 #include "rank_state.hpp"
 #include "shared_state.hpp"
 
-namespace chorus::host {
+CHORUS_NAMESPACE_BEGIN namespace host {
 
 class Team;
 namespace detail {
@@ -117,7 +117,7 @@ class Comm : public runtime::CollectiveFront<Comm> {
 
 static_assert(check_communicator<Comm>(), "chorus::host::Comm must satisfy the communicator contract");
 
-}  // namespace chorus::host
+}  CHORUS_NAMESPACE_END  // namespace chorus::host
 
 #if CHORUS_DEFINE_BODIES
 #include "comm_inl.hpp"

@@ -25,7 +25,7 @@
 #include "step_hook.hpp"
 #include "tuning.hpp"
 
-namespace chorus::host {
+CHORUS_NAMESPACE_BEGIN namespace host {
 
 CHORUS_FUNC void Comm::send(const void* data, std::size_t count, DataType type, int peer) {
   const detail::Message m = checked_message("send", data, count, type, peer);
@@ -206,4 +206,4 @@ CHORUS_FUNC void Comm::collective(const runtime::CollectiveArgs& args, const run
   }
 }
 
-}  // namespace chorus::host
+}  CHORUS_NAMESPACE_END  // namespace chorus::host

@@ -9,9 +9,10 @@
 #include <string>
 #include <utility>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 // What a rank throws when it is released because another rank failed. Team::run tells these
 // apart from original failures so it rethrows the cause, not a consequence.
@@ -96,4 +97,4 @@ class Fault {
   std::string reason_;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

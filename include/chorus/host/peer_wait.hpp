@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
@@ -21,7 +22,7 @@
 #include "shared_state.hpp"
 #include "../runtime/wait.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 // One rank inside one call: who fails, and how, when a wait goes wrong.
 class PeerWaiter {
@@ -121,4 +122,4 @@ class PeerWaiter {
   long timeout_ms_;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

@@ -11,12 +11,13 @@
 #include <cstring>
 #include <exception>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "peer_wait.hpp"
 #include "shared_state.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 struct Message {
   int peer = 0;
@@ -85,4 +86,4 @@ inline void recv_message(const SharedState& state, const PeerWaiter& waiter, con
   channel.taken.store(k, std::memory_order_release);
 }
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

@@ -7,9 +7,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../runtime/schedule_cache.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 // A send whose receiver has not acknowledged it yet: its memory must not be overwritten.
 struct PendingSend {
@@ -37,4 +38,4 @@ struct RankState {
   runtime::ScheduleCache schedules;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

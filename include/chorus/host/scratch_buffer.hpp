@@ -6,7 +6,9 @@
 #include <memory>
 #include <new>
 
-namespace chorus::host::detail {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 class ScratchBuffer {
  public:
@@ -31,4 +33,4 @@ class ScratchBuffer {
   std::size_t capacity_ = 0;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

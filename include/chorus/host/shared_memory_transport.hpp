@@ -22,6 +22,7 @@
 #include <string>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/interpreter.hpp"
@@ -29,7 +30,7 @@
 #include "rank_state.hpp"
 #include "shared_state.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 class SharedMemoryTransport {
  public:
@@ -217,4 +218,4 @@ class SharedMemoryTransport {
   std::size_t compact_at_ = kCompactAt;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

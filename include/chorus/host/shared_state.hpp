@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/desync_summary.hpp"
 #include "../runtime/flight_record_json.hpp"
@@ -28,7 +29,7 @@
 #include "tuning.hpp"
 #include "../runtime/wait.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 class SharedState;
 
@@ -312,4 +313,4 @@ class WaitingMark {
   bool graced_ = false;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

@@ -7,12 +7,13 @@
 #include <cstdint>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../runtime/call_descriptor.hpp"
 #include "../runtime/flight_recorder.hpp"
 #include "../runtime/step_trace.hpp"
 #include "shared_state.hpp"
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 class StepHook {
  public:
@@ -85,4 +86,4 @@ class StepHook {
   runtime::TraceEvent step_;
 };
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

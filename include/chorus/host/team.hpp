@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
@@ -25,7 +26,7 @@
 #include "fault.hpp"
 #include "shared_state.hpp"
 
-namespace chorus::host {
+CHORUS_NAMESPACE_BEGIN namespace host {
 
 class Team {
  public:
@@ -239,4 +240,4 @@ class Team {
   std::string trace_path_;
 };
 
-}  // namespace chorus::host
+}  CHORUS_NAMESPACE_END  // namespace chorus::host

@@ -25,10 +25,11 @@
 #include "../algo/build.hpp"
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_check.hpp"
 
-namespace chorus::host {
+CHORUS_NAMESPACE_BEGIN namespace host {
 
 // Algorithm::automatic decided by a function instead of the measured thresholds below
 // (Team::set_automatic), e.g. a model::AutomaticTuner over a calibrated fabric. Called on every
@@ -36,9 +37,9 @@ namespace chorus::host {
 // it must answer every rank alike and never `automatic`.
 using AutomaticChoice = std::function<Algorithm(Collective, std::size_t count, std::size_t element_size, int ranks)>;
 
-}  // namespace chorus::host
+}  CHORUS_NAMESPACE_END  // namespace chorus::host
 
-namespace chorus::host::detail {
+CHORUS_NAMESPACE_BEGIN namespace host::detail {
 
 struct Tuning {
   static constexpr std::size_t kOneShotMaxBytesTimesPeers = 64 * 1024;  // (n-1) * bytes
@@ -109,4 +110,4 @@ inline algo::Pattern ask_automatic(const AutomaticChoice& choose, const runtime:
 
 inline std::size_t slice_elements(std::size_t element_size) { return Tuning::kSliceBytes / element_size; }
 
-}  // namespace chorus::host::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::host::detail

@@ -23,12 +23,13 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "fabric.hpp"
 #include "predict.hpp"
 #include "tuner.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 class AutomaticTuner {
  public:
@@ -109,4 +110,4 @@ class AutomaticTuner {
   std::size_t slice_bytes_;
 };
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

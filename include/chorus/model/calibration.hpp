@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "../algo/build.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "fabric.hpp"
 #include "simulate.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 struct Sample {
   std::size_t count = 0;  // elements per call
@@ -76,4 +77,4 @@ inline AlphaBeta fit_alpha_beta(Collective collective, algo::Pattern pattern, in
   return AlphaBeta{alpha, 1.0 / inverse_beta};
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

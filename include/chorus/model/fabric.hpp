@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 struct Route {
   double GBps = 0.0;            // bandwidth for this pair's messages (1e9 bytes/s)
@@ -64,4 +65,4 @@ inline Fabric uniform_fabric(int ranks, double alpha_us, double beta_GBps) {
   return fabric;
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

@@ -22,13 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../topo/path.hpp"
 #include "../topo/topology.hpp"
 #include "fabric.hpp"
 #include "protocol.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 struct GpuFabricOptions {
   int ranks = 0;                            // the first `ranks` GPUs; 0 = all of them
@@ -109,4 +110,4 @@ inline Fabric gpu_fabric(const topo::Topology& topo, const GpuFabricOptions& opt
   return gpu_fabric(topo, topo::PathMatrix(topo), options);
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

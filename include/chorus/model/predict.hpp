@@ -11,11 +11,12 @@
 #include "../core/algorithm.hpp"
 #include "../core/bus_bandwidth.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "fabric.hpp"
 #include "simulate.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 struct Prediction {
   algo::Pattern pattern = algo::Pattern::ring;
@@ -96,4 +97,4 @@ inline Prediction predict(const Fabric& fabric, Collective collective, Algorithm
   return best;
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

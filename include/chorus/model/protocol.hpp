@@ -13,7 +13,9 @@
 #include <optional>
 #include <string_view>
 
-namespace chorus::model {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 enum class Protocol { ll, ll128, simple };
 
@@ -79,4 +81,4 @@ inline double ll_max_GBps(int sm) {
   return 39.0;
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

@@ -24,10 +24,11 @@
 #include <vector>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "fabric.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 // Microseconds for one call of `schedule` with elements of `element_size` bytes on `fabric`.
 inline double simulate_us(const algo::Schedule& schedule, const Fabric& fabric, std::size_t element_size) {
@@ -107,4 +108,4 @@ inline double simulate_us(const algo::Schedule& schedule, const Fabric& fabric, 
   return finish + fabric.base_latency_us;
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

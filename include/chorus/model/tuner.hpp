@@ -13,12 +13,13 @@
 #include <limits>
 
 #include "../core/algorithm.hpp"
+#include "../core/config.hpp"
 #include "../topo/path.hpp"
 #include "gpu_fabric.hpp"
 #include "predict.hpp"
 #include "protocol.hpp"
 
-namespace chorus::model {
+CHORUS_NAMESPACE_BEGIN namespace model {
 
 struct Choice {
   Algorithm algorithm = Algorithm::automatic;
@@ -64,4 +65,4 @@ inline Choice choose_gpu(const topo::Topology& topo, int ranks, Collective colle
   return best;
 }
 
-}  // namespace chorus::model
+}  CHORUS_NAMESPACE_END  // namespace chorus::model

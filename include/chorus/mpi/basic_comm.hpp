@@ -31,6 +31,7 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
@@ -45,7 +46,7 @@
 #include "endpoint.hpp"
 #include "message_transport.hpp"
 
-namespace chorus::mpi {
+CHORUS_NAMESPACE_BEGIN namespace mpi {
 
 template <class Engine>
 class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
@@ -248,4 +249,4 @@ class BasicComm : public runtime::CollectiveFront<BasicComm<Engine>> {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace chorus::mpi
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi

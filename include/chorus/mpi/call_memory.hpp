@@ -8,9 +8,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../runtime/wire_call.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 // The descriptor fields every rank votes on (Endpoint::begin): maxima, then negated minima.
 inline constexpr int kVotedFields = 8;
@@ -25,4 +26,4 @@ struct CallMemory {
   std::vector<std::byte> native_staging;               // NativeComm's in-place copies
 };
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

@@ -7,9 +7,10 @@
 
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::mpi {
+CHORUS_NAMESPACE_BEGIN namespace mpi {
 
 inline std::string mpi_message(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -27,4 +28,4 @@ inline void check_mpi(int code, const char* call, RankName rank, const char* fun
   throw make_error(kind, call, rank, function, " failed: ", mpi_message(code));
 }
 
-}  // namespace chorus::mpi
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi

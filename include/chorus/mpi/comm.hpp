@@ -15,6 +15,7 @@
 
 #include "../algo/build.hpp"
 #include "../algo/printer.hpp"
+#include "../core/config.hpp"
 #include "../core/log.hpp"
 #include "../runtime/call_record.hpp"
 #include "../runtime/call_check.hpp"
@@ -26,7 +27,7 @@
 #include "message_transport.hpp"
 #include "tuning.hpp"
 
-namespace chorus::mpi {
+CHORUS_NAMESPACE_BEGIN namespace mpi {
 namespace detail {
 
 class ScheduledCollectives {
@@ -83,4 +84,4 @@ class ScheduledCollectives {
 using Comm = BasicComm<detail::ScheduledCollectives>;
 static_assert(check_communicator<Comm>(), "chorus::mpi::Comm must satisfy the communicator contract");
 
-}  // namespace chorus::mpi
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi

@@ -15,11 +15,12 @@
 #include <cstdint>
 
 #include "../core/bfloat16.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/half.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 // inout[i] = in[i] op inout[i], through chorus's loop for T.
 template <class T, ReduceOp Op>
@@ -116,4 +117,4 @@ inline MPI_Op to_mpi(ReduceOp op, DataType type) {
   return MPI_SUM;
 }
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
@@ -29,7 +30,7 @@
 #include "failure_record.hpp"
 #include "fault_channel.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 inline constexpr int kDescriptorTag = 1;
 
@@ -380,4 +381,4 @@ class Endpoint {
   bool evaluated_ = true;  // and its result has been looked at
 };
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

@@ -9,13 +9,14 @@
 #include <cstdio>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
 #include "../runtime/own_record.hpp"
 #include "check.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 using runtime::CommName;
 using runtime::with_own_record;
@@ -36,4 +37,4 @@ inline CommName name_communicator(MPI_Comm comm, int rank, const char* call) {
   return CommName{wire.text, wire.id};
 }
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

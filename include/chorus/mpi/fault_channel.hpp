@@ -18,9 +18,10 @@
 #include <mutex>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 inline constexpr int kAbortTag = 2;
 
@@ -122,4 +123,4 @@ class FaultChannel {
   std::array<char, kReasonBytes> outgoing_{};
 };
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

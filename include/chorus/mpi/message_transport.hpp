@@ -32,12 +32,13 @@
 #include <vector>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../runtime/interpreter.hpp"
 #include "call_memory.hpp"
 #include "endpoint.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 // MPI counts are int: larger steps travel as several messages of at most this many bytes.
 inline constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
@@ -300,4 +301,4 @@ class MessageTransport {
   std::vector<InFlight> sends_;
 };
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

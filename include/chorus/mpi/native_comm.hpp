@@ -23,13 +23,14 @@
 #include <cstring>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../runtime/call_check.hpp"
 #include "../runtime/element_ops.hpp"
 #include "basic_comm.hpp"
 #include "data_types.hpp"
 #include "endpoint.hpp"
 
-namespace chorus::mpi {
+CHORUS_NAMESPACE_BEGIN namespace mpi {
 namespace detail {
 
 class NativeCollectives {
@@ -118,4 +119,4 @@ class NativeCollectives {
 using NativeComm = BasicComm<detail::NativeCollectives>;
 static_assert(check_communicator<NativeComm>(), "chorus::mpi::NativeComm must satisfy the communicator contract");
 
-}  // namespace chorus::mpi
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi

@@ -18,9 +18,10 @@
 #include <cstdio>
 #include <exception>
 
+#include "../core/config.hpp"
 #include "check.hpp"
 
-namespace chorus::mpi {
+CHORUS_NAMESPACE_BEGIN namespace mpi {
 
 class Session {
  public:
@@ -63,4 +64,4 @@ class Session {
   bool owns_ = false;
 };
 
-}  // namespace chorus::mpi
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi

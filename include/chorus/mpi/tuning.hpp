@@ -15,8 +15,9 @@
 
 #include "../algo/schedule.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 
-namespace chorus::mpi::detail {
+CHORUS_NAMESPACE_BEGIN namespace mpi::detail {
 
 struct Tuning {
   static constexpr std::size_t kOneShotMaxBytesTimesPeers = 64 * 1024;  // (n-1) * bytes
@@ -46,4 +47,4 @@ inline algo::Pattern choose_pattern(Collective collective, std::size_t bytes, in
 
 inline std::size_t slice_elements(std::size_t element_size) { return Tuning::kSliceBytes / element_size; }
 
-}  // namespace chorus::mpi::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::mpi::detail

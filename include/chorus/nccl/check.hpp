@@ -7,9 +7,10 @@
 
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::nccl {
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 
 inline const char* result_name(ncclResult_t result) {
   switch (result) {
@@ -46,4 +47,4 @@ inline Error nccl_error(ncclResult_t result, const char* call, RankName rank, co
                     result_name(result), ")", last_error.empty() ? "" : ": ", last_error);
 }
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

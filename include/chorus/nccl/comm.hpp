@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../runtime/validate.hpp"
 #include "create.hpp"
@@ -26,7 +27,7 @@
 #include "library.hpp"
 #include "view.hpp"
 
-namespace chorus::nccl {
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 
 template <class Api>
 class BasicComm {
@@ -93,4 +94,4 @@ class BasicComm {
 using Comm = BasicComm<Library>;
 static_assert(check_communicator<Comm::View>(), "chorus::nccl::Comm::View must satisfy the communicator contract");
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

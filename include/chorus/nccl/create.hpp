@@ -11,12 +11,13 @@
 #include <memory>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "check.hpp"
 #include "group.hpp"
 #include "handle.hpp"
 
-namespace chorus::nccl::detail {
+CHORUS_NAMESPACE_BEGIN namespace nccl::detail {
 
 template <class Api>
 using HandlePtr = std::shared_ptr<Handle<Api>>;
@@ -146,4 +147,4 @@ HandlePtr<Api> split(const HandlePtr<Api>& parent_handle, int color, int key) {
   return child;
 }
 
-}  // namespace chorus::nccl::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl::detail

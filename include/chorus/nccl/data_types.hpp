@@ -14,11 +14,12 @@
 #include <string>
 #include <type_traits>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::nccl {
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 
 inline constexpr int kBfloat16AndAvgVersion = 21000;  // NCCL_VERSION(2, 10, 0)
 
@@ -77,4 +78,4 @@ template <> struct element_type<__nv_bfloat16> { static constexpr DataType value
 template <class T>
 inline constexpr DataType element_type_v = element_type<std::remove_cv_t<T>>::value;
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

@@ -23,12 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "check.hpp"
 #include "handle.hpp"
 #include "library.hpp"
 
-namespace chorus::nccl {
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 namespace detail {
 
 // This thread's open groups: their depth and the communicators used inside them.
@@ -147,4 +148,4 @@ class BasicGroup {
 
 using Group = BasicGroup<Library>;
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
@@ -28,7 +29,7 @@
 #include "check.hpp"
 #include "progress.hpp"
 
-namespace chorus::nccl::detail {
+CHORUS_NAMESPACE_BEGIN namespace nccl::detail {
 
 inline ncclConfig_t nonblocking_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -437,4 +438,4 @@ class Handle {
   void* flag_ = nullptr;  // the barrier's int
 };
 
-}  // namespace chorus::nccl::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl::detail

@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <string>
 
-namespace chorus::nccl {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 
 struct Library {
   static ncclResult_t get_version(int* version) { return ncclGetVersion(version); }
@@ -89,4 +91,4 @@ struct Library {
   }
 };
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

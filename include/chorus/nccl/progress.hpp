@@ -30,12 +30,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/wait.hpp"
 #include "check.hpp"
 
-namespace chorus::nccl {
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 
 // Bound of the first phase of a view's wait(): how long work queued ahead of this communicator's on the
 // stream (the caller's compute, another communicator's calls) may keep the stream from reaching it. The
@@ -118,4 +119,4 @@ void wait_for_work(Probe& probe, const char* call, RankName rank, const std::str
   wait_for_nccl(probe, call, rank, finish, timeout_ms);
 }
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

@@ -31,6 +31,7 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/memory_space.hpp"
@@ -44,7 +45,7 @@
 #include "group.hpp"
 #include "handle.hpp"
 
-namespace chorus::nccl {
+CHORUS_NAMESPACE_BEGIN namespace nccl {
 template <class Api>
 class BasicComm;
 
@@ -280,4 +281,4 @@ class BasicView : public runtime::CollectiveFront<BasicView<Api>, element_type> 
   cudaStream_t stream_ = nullptr;
 };
 
-}  // namespace chorus::nccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::nccl

@@ -7,9 +7,10 @@
 #include <cstddef>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 struct AdamOptions {
   double lr = 1e-3;
@@ -65,4 +66,4 @@ class Adam {
   unsigned long long t_ = 0;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "param_view.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 namespace detail {
 
 inline constexpr std::uint64_t kAbsent = std::numeric_limits<std::uint64_t>::max();
@@ -104,4 +105,4 @@ void broadcast_parameters(Comm& comm, const std::vector<ParamView>& params, int 
   for (const ParamView& p : params) comm.broadcast(p.data, p.data, p.count, p.type, root);
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

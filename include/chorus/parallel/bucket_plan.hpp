@@ -22,10 +22,11 @@
 #include <map>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 enum class BucketRule { never_exceed_cap, close_after_crossing };
 
@@ -133,4 +134,4 @@ inline BucketPlan plan_buckets(const std::vector<TensorSpec>& tensors, const Buc
   return plan;
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

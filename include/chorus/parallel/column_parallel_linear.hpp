@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "host_gemm.hpp"
 #include "tensor_parallel_mappings.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 struct ColumnParallelOptions {
   bool gather_output = false;  // Megatron's default
@@ -115,4 +116,4 @@ class ColumnParallelLinear {
   ColumnParallelOptions options_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

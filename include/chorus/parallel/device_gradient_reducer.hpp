@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
@@ -43,7 +44,7 @@
 #include "gradient_reducer.hpp"
 #include "param_view.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // What finish() does besides enqueueing: return at once (the compute stream orders the rest), or also
 // wait on the host until the gradients hold the reduced values.
@@ -345,4 +346,4 @@ class DeviceGradientReducer {
   std::string broken_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 struct SamplerOptions {
   bool shuffle = true;     // PyTorch's defaults
@@ -117,4 +118,4 @@ DistributedSampler make_distributed_sampler(const Comm& comm, std::size_t datase
   return DistributedSampler(dataset_size, comm.size(), comm.rank(), options);
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
@@ -43,7 +44,7 @@
 #include "../core/floating_copy.hpp"
 #include "param_view.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // PyTorch's fp16_compress_hook / bf16_compress_hook: float32 and float64 buckets travel as 16 bits.
 enum class GradientCompression { none, fp16, bf16 };
@@ -351,4 +352,4 @@ class GradientReducer {
   std::thread communicator_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 
-namespace chorus::parallel {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 enum class Transpose : bool { no = false, yes = true };
 
@@ -39,4 +41,4 @@ inline void add_column_sums(const float* g, std::size_t rows, std::size_t cols, 
   }
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -9,9 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 class LinearScalingLr {
  public:
@@ -57,4 +58,4 @@ class LinearScalingLr {
   std::uint64_t warmup_steps_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "broadcast_parameters.hpp"
 #include "param_view.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // Collective: every rank's tensors become the element-wise mean over ranks, in place.
 template <class Comm>
@@ -63,4 +64,4 @@ class LocalSgd {
   std::uint64_t steps_ = 0;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

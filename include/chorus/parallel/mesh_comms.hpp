@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "mesh.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 template <class Comm>
 class MeshComms {
@@ -45,4 +46,4 @@ class MeshComms {
   std::vector<Comm> comms_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

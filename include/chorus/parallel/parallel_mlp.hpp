@@ -17,10 +17,11 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "column_parallel_linear.hpp"
 #include "row_parallel_linear.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // GeLU, tanh form (Megatron's bias_gelu / openai_gelu), and its derivative.
 inline float gelu(float x) {
@@ -88,4 +89,4 @@ class ParallelMlp {
   RowParallelLinear<Comm> fc2;     // f -> h, split by input rows
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -9,9 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 struct ParamView {
   std::string name;
@@ -32,4 +33,4 @@ ParamView param_view(std::string name, std::vector<T>& values) {
   return param_view(std::move(name), values.data(), values.size());
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -24,11 +24,12 @@
 #include <tuple>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "pipeline_schedule.hpp"
 #include "pipeline_simulator.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 inline bool has_communication(const PipelineSchedule& s) {
   for (const auto& list : s.actions) {
@@ -186,4 +187,4 @@ inline void verify_pipeline_communication(const PipelineSchedule& s) {
   }
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

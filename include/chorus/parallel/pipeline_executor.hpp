@@ -24,11 +24,12 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "pipeline_communication.hpp"
 #include "pipeline_schedule.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 struct PipelineStageFunctions {
   std::function<void(int chunk, int microbatch, const float* input, float* output)> forward;
@@ -130,4 +131,4 @@ void run_pipeline(Comm& comm, const PipelineSchedule& schedule, std::size_t tens
   }
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

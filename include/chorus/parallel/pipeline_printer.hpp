@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "pipeline_schedule.hpp"
 #include "pipeline_simulator.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 inline std::string timeline_label(const PipelineAction& a, int chunks) {
   std::string label = op_letter(a.op);
@@ -55,4 +56,4 @@ inline std::string format_pipeline_timeline(const PipelineTimeline& t, int chunk
   return text;
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 enum class PipelineOp : std::uint8_t {
   forward,          // F
@@ -235,4 +236,4 @@ inline PipelineSchedule make_pipeline_schedule(PipelineKind kind, int stages, in
   throw detail::pipeline_error("make_pipeline_schedule", "unknown kind ", static_cast<int>(kind));
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -16,10 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "pipeline_schedule.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // Time of one action on one chunk. For an interleaved schedule, give the per-chunk cost (a chunk
 // is 1/v of a stage's layers) to compare it with a non-interleaved one.
@@ -196,4 +197,4 @@ inline PipelineTimeline simulate_pipeline(const PipelineSchedule& s, const Pipel
   return t;
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

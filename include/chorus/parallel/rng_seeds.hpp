@@ -24,10 +24,11 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "mesh.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // A rank's coordinates in the parallel dimensions that seeds depend on (0 where absent).
 struct ParallelRanks {
@@ -74,4 +75,4 @@ inline RngSeeds rng_seeds(std::uint64_t base_seed, const Mesh& mesh, int rank, b
   return rng_seeds(base_seed, ranks, data_parallel_random_init);
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

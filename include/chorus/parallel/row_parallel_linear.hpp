@@ -20,11 +20,12 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "host_gemm.hpp"
 #include "tensor_parallel_mappings.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 struct RowParallelOptions {
   bool input_is_parallel = false;  // Megatron's default
@@ -132,4 +133,4 @@ class RowParallelLinear {
   RowParallelOptions options_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

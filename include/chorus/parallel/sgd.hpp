@@ -7,9 +7,10 @@
 #include <cstddef>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 class Sgd {
  public:
@@ -51,4 +52,4 @@ class Sgd {
   std::size_t steps_ = 0;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -22,10 +22,11 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 namespace detail {
 
 inline void check_tp_matrix(const char* call, int rank, std::size_t size, std::size_t cols, const char* what) {
@@ -137,4 +138,4 @@ std::vector<float> reduce_scatter_rows(Comm& comm, const std::vector<float>& ful
   return local;
 }
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

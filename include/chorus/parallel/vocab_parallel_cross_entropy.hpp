@@ -26,11 +26,12 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "tensor_parallel_mappings.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 // The vocabulary ids [begin, end) rank `rank` of `parts` holds: contiguous, V/parts of them.
 struct VocabRange {
@@ -146,4 +147,4 @@ class VocabParallelCrossEntropy {
   VocabRange range_;
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

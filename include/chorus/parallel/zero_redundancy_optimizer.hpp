@@ -18,13 +18,14 @@
 #include <vector>
 
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "broadcast_parameters.hpp"
 #include "param_view.hpp"
 
-namespace chorus::parallel {
+CHORUS_NAMESPACE_BEGIN namespace parallel {
 
 template <class Comm, class Optimizer>
 class ZeroRedundancyOptimizer {
@@ -110,4 +111,4 @@ class ZeroRedundancyOptimizer {
   std::vector<float> flat_params_, flat_grads_;  // padded; the communication buffers
 };
 
-}  // namespace chorus::parallel
+}  CHORUS_NAMESPACE_END  // namespace chorus::parallel

@@ -9,12 +9,13 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/reduce_op.hpp"
 #include "call_descriptor.hpp"
 #include "validate.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // A collective call as the caller made it (typed calls fill `type` from T).
 struct CollectiveArgs {
@@ -91,4 +92,4 @@ inline std::size_t check_point_to_point(const char* call, RankName rank, int siz
   return checked_bytes(call, rank, count, 1, size_of(type));
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

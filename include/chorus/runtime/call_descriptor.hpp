@@ -10,11 +10,12 @@
 
 #include "../algo/schedule.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // The six collectives (same values as chorus::Collective), then the calls without a schedule.
 enum class CallKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier, split };
@@ -97,4 +98,4 @@ inline ScheduleKey schedule_key(const CallDescriptor& call, int ranks, std::size
   return key;
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -7,10 +7,11 @@
 #include <string>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "call_descriptor.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // posted: the call entered and published what it is; running: executing its steps; done: returned;
 // failed: left with an exception.
@@ -68,4 +69,4 @@ inline std::string describe(const CallRecord& record) {
   return text;
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

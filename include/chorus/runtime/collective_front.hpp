@@ -16,11 +16,12 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/reduce_op.hpp"
 #include "call_check.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // Keeps a parameter out of deduction, so a literal nullptr may stand for the buffer a rooted collective
 // ignores (broadcast's send, reduce's recv off the root) and T comes from the other buffer.
@@ -107,4 +108,4 @@ class CollectiveFront {
   Derived& self() { return static_cast<Derived&>(*this); }
 };
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

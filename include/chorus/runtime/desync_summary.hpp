@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "call_record.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // One rank's snapshot (FlightRecorder::snapshot) and whether it has left the program's function.
 struct RankRecord {
@@ -208,4 +209,4 @@ inline std::string desync_summary(const std::vector<RankRecord>& ranks) {
   return text;
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -6,10 +6,11 @@
 
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 struct ElementOps {
   // dst[i] = a[i] op b[i]
@@ -40,4 +41,4 @@ inline const ElementOps* element_ops(DataType type) {
   return visit_type(type, [](auto value) { return element_ops<decltype(value)>(); });
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "desync_summary.hpp"
 #include "flight_recorder.hpp"
@@ -28,7 +29,7 @@
 #include <unistd.h>
 #endif
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // `text` as a JSON string literal (the summary has newlines; paths may have anything).
 inline std::string json_string(const std::string& text) {
@@ -111,4 +112,4 @@ inline void dump_flight_record(const std::string& path, const std::vector<RankRe
   if (!file) throw make_error(ErrorCode::invalid_argument, call, rank, "cannot write the flight record to '", path, "'");
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -17,10 +17,11 @@
 #include <memory>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "call_descriptor.hpp"
 #include "call_record.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 inline std::int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -210,4 +211,4 @@ struct RecordSteps {
   void end(std::size_t, const algo::Step&, std::size_t) {}
 };
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

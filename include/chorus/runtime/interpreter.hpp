@@ -29,11 +29,12 @@
 #include <cstring>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 #include "element_ops.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 struct Buffers {
   const std::byte* input = nullptr;
@@ -135,4 +136,4 @@ void interpret(const char* call, int rank, const algo::Schedule& schedule, Buffe
   }
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

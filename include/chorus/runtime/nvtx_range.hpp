@@ -27,7 +27,7 @@
 #define CHORUS_HAS_NVTX 0
 #endif
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // "8 B", "1 KiB", "1.5 KiB", "64 MiB": the largest binary unit the size reaches, one decimal when inexact.
 inline std::string human_bytes(std::size_t bytes) {
@@ -87,4 +87,4 @@ class NvtxRange {
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

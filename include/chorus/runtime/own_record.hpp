@@ -9,13 +9,14 @@
 #include <cstdint>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
 #include "flight_record_json.hpp"
 #include "flight_recorder.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 // A communicator's name for its dumps, the same on every rank: rank 0 makes it, the others receive it.
 struct CommName {
@@ -62,4 +63,4 @@ inline void dump_own_record(const std::string& path, const FlightRecorder& recor
   dump_flight_record(path, {mine}, DumpOrigin{comm.text, size}, "dump_trace", name);
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -16,7 +16,7 @@
 #include "../core/config.hpp"
 #include "call_descriptor.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 using SchedulePtr = std::shared_ptr<const algo::Schedule>;
 
@@ -134,7 +134,7 @@ class ScheduleCache {
   ScheduleList list_{kCapacity};
 };
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime
 
 #if CHORUS_DEFINE_BODIES
 #include "schedule_cache_inl.hpp"

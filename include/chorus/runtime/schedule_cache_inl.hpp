@@ -7,7 +7,7 @@
 #include "../algo/build.hpp"
 #include "schedule_cache.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 CHORUS_FUNC algo::Schedule build_schedule(const ScheduleKey& key, const std::vector<int>& ring_order) {
   algo::Options options;
@@ -19,4 +19,4 @@ CHORUS_FUNC algo::Schedule build_schedule(const ScheduleKey& key, const std::vec
   return algo::build(key.collective, key.pattern, key.ranks, key.count, key.root, options);
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

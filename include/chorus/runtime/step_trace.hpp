@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "call_descriptor.hpp"
 #include "call_record.hpp"
 #include "flight_recorder.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 struct TraceEvent {
   bool is_call = false;        // a collective (else one of its steps)
@@ -160,4 +161,4 @@ inline void StepTrace::write_chrome_json(std::ostream& out, const std::string& p
   out << "\n]}\n";
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -8,11 +8,12 @@
 
 #include "../core/algorithm.hpp"
 #include "../core/collective.hpp"
+#include "../core/config.hpp"
 #include "../core/data_type.hpp"
 #include "../core/error.hpp"
 #include "../core/reduce_op.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 inline void check_op(const char* call, RankName rank, ReduceOp op) {
   const int value = static_cast<int>(op);
@@ -98,4 +99,4 @@ inline void check_comm(const char* call, bool valid) {
   }
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <thread>
 
-namespace chorus::runtime {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -87,4 +89,4 @@ void wait_until(long timeout_ms, int yields, Ready&& ready, Poll&& poll, OnTimeo
   }
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

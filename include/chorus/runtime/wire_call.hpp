@@ -6,9 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "call_descriptor.hpp"
 
-namespace chorus::runtime {
+CHORUS_NAMESPACE_BEGIN namespace runtime {
 
 struct WireCall {
   std::uint64_t sequence = 0;
@@ -42,4 +43,4 @@ inline CallDescriptor from_wire(const WireCall& w) {
   return d;
 }
 
-}  // namespace chorus::runtime
+}  CHORUS_NAMESPACE_END  // namespace chorus::runtime

@@ -7,7 +7,9 @@
 #include <deque>
 #include <vector>
 
-namespace chorus::shm::detail {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 // A send step not yet (wholly) in its peer's FIFO: it still reads the caller's buffer.
 struct QueuedSend {
@@ -22,4 +24,4 @@ struct CallMemory {
   std::vector<std::byte> scratch;
 };
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

@@ -40,6 +40,7 @@
 #include "../bootstrap/store.hpp"
 #include "../core/algorithm.hpp"
 #include "../core/communicator.hpp"
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../core/log.hpp"
@@ -59,7 +60,7 @@
 #include "options.hpp"
 #include "setup.hpp"
 
-namespace chorus::shm {
+CHORUS_NAMESPACE_BEGIN namespace shm {
 
 class Comm : public runtime::CollectiveFront<Comm> {
  public:
@@ -295,4 +296,4 @@ class Comm : public runtime::CollectiveFront<Comm> {
 
 static_assert(check_communicator<Comm>(), "chorus::shm::Comm must satisfy the communicator contract");
 
-}  // namespace chorus::shm
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm

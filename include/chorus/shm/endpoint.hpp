@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 #include "../runtime/call_descriptor.hpp"
@@ -39,7 +40,7 @@
 #include "layout.hpp"
 #include "segment.hpp"
 
-namespace chorus::shm::detail {
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 // A mapped segment shared by the communicators of one process that use it (a communicator and the
 // family members that poll it for failures).
@@ -326,4 +327,4 @@ class Endpoint {
   std::uint32_t polls_ = 0;
 };
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

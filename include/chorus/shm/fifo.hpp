@@ -11,9 +11,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../core/config.hpp"
 #include "layout.hpp"
 
-namespace chorus::shm::detail {
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 class Fifo {
  public:
@@ -78,4 +79,4 @@ class Fifo {
   std::uint64_t tail_seen_ = 0;  // sender's cached tail
 };
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

@@ -24,12 +24,13 @@
 #include <vector>
 
 #include "../algo/schedule.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../runtime/interpreter.hpp"
 #include "endpoint.hpp"
 #include "fifo.hpp"
 
-namespace chorus::shm::detail {
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 class FifoTransport {
  public:
@@ -160,4 +161,4 @@ class FifoTransport {
   Fifo* in_slot_ = nullptr;
 };
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

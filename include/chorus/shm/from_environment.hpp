@@ -26,10 +26,11 @@
 #include "../bootstrap/file_store.hpp"
 #include "../bootstrap/launch_env.hpp"
 #include "../bootstrap/store_address.hpp"
+#include "../core/config.hpp"
 #include "comm.hpp"
 #include "options.hpp"
 
-namespace chorus::shm {
+CHORUS_NAMESPACE_BEGIN namespace shm {
 namespace detail {
 
 inline bool variable_set(const char* name) {
@@ -95,4 +96,4 @@ inline Comm from_environment(const Options& options = {}) {
   return comm;
 }
 
-}  // namespace chorus::shm
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm

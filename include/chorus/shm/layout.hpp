@@ -19,9 +19,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/config.hpp"
 #include "../runtime/wire_call.hpp"
 
-namespace chorus::shm::detail {
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 inline constexpr std::uint64_t kMagic = 0x73756d6f6863ULL;  // "chorus" backwards, little-endian
 inline constexpr std::uint32_t kLayoutVersion = 1;
@@ -112,4 +113,4 @@ struct Layout {
   }
 };
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/env.hpp"
 #include "../core/error.hpp"
 
-namespace chorus::shm {
+CHORUS_NAMESPACE_BEGIN namespace shm {
 
 struct Options {
   // Bound on every wait of this communicator, in ms; 0: CHORUS_TIMEOUT_MS (default 30 s). A framework
@@ -49,4 +50,4 @@ inline void check_options(const Options& options, const char* call, int rank) {
 inline long timeout_of(const Options& options) { return options.timeout_ms > 0 ? options.timeout_ms : env::timeout_ms(); }
 
 }  // namespace detail
-}  // namespace chorus::shm
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm

@@ -25,10 +25,11 @@
 #include <string>
 #include <utility>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "layout.hpp"
 
-namespace chorus::shm::detail {
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::int32_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free to work across processes");
@@ -189,4 +190,4 @@ class Segment {
   bool linked_ = false;
 };
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "../bootstrap/store.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "endpoint.hpp"
 #include "layout.hpp"
 #include "options.hpp"
 #include "segment.hpp"
 
-namespace chorus::shm::detail {
+CHORUS_NAMESPACE_BEGIN namespace shm::detail {
 
 inline unsigned next_comm_number() {
   static std::atomic<unsigned> created{0};
@@ -188,4 +189,4 @@ std::vector<std::string> share_names(Comm& comm, const std::string& name) {
   return names;
 }
 
-}  // namespace chorus::shm::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::shm::detail

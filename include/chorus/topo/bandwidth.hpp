@@ -14,8 +14,9 @@
 // Latencies are NCCL's per-hop LL-protocol figures for rings: NVLink 0.6 us, PCIe 1.0 us,
 // network 2.7 us. NCCL has no separate socket-link figure; chorus charges it like a PCIe hop.
 #pragma once
+#include "../core/config.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 constexpr double kLocalGBps = 5000.0;
 constexpr double kDefaultNicGBps = 12.0;
@@ -152,4 +153,4 @@ inline double max_channel_GBps(int sm) {
   return 40.0;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

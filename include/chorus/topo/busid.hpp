@@ -7,13 +7,13 @@
 
 #include "../core/config.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // Normalises a bus id to NCCL's form "dddd:bb:dd.f" in lower case. NVML prints an 8-digit domain
 // ("00000000:07:00.0"); that is accepted and shortened when it fits. nullopt if it is not a bus id.
 CHORUS_FUNC std::optional<std::string> normalize_busid(std::string_view text);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "busid_inl.hpp"

@@ -10,7 +10,7 @@
 #include "../core/config.hpp"
 #include "busid.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 CHORUS_FUNC std::optional<std::string> normalize_busid(std::string_view text) {
   const auto hex = [](char c) {
@@ -37,4 +37,4 @@ CHORUS_FUNC std::optional<std::string> normalize_busid(std::string_view text) {
   return out;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -10,7 +10,7 @@
 
 #include "../core/config.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // CPU numbers above this are rejected: no machine has them, and a fuzzed "0-999999999" must not
 // allocate gigabytes.
@@ -25,7 +25,7 @@ CHORUS_FUNC std::optional<std::vector<bool>> parse_cpumask(std::string_view text
 CHORUS_FUNC std::string to_cpumask(const std::vector<bool>& cpus);
 CHORUS_FUNC std::string to_cpulist(const std::vector<bool>& cpus);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "cpuset_inl.hpp"

@@ -11,7 +11,7 @@
 #include "../core/config.hpp"
 #include "cpuset.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 CHORUS_FUNC std::optional<std::vector<bool>> parse_cpulist(std::string_view text) {
   std::vector<bool> cpus;
@@ -108,4 +108,4 @@ CHORUS_FUNC std::string to_cpulist(const std::vector<bool>& cpus) {
   return out;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

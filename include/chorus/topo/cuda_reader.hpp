@@ -22,7 +22,7 @@
 #include "busid.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct CudaPeers {
   bool available = false;
@@ -82,5 +82,5 @@ inline void apply_cuda(Topology& topo, const CudaPeers& peers) {
   }
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 #endif

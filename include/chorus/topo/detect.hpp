@@ -13,7 +13,7 @@
 #include "sysfs_reader.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct DetectOptions {
   std::string sysfs_root = "/";
@@ -24,7 +24,7 @@ CHORUS_FUNC Topology detect(const DetectOptions& options, std::vector<std::strin
 
 inline Topology detect() { return detect(DetectOptions{}); }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "detect_inl.hpp"

@@ -8,7 +8,7 @@
 #include "../core/config.hpp"
 #include "detect.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 CHORUS_FUNC Topology detect(const DetectOptions& options, std::vector<std::string>* notes) {
   Topology topo = read_sysfs(options.sysfs_root);
@@ -33,4 +33,4 @@ CHORUS_FUNC Topology detect(const DetectOptions& options, std::vector<std::strin
   return topo;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

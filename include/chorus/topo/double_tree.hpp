@@ -11,7 +11,7 @@
 #include "bandwidth.hpp"
 #include "path.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct Tree {
   int root = -1;                             // a GPU index
@@ -24,7 +24,7 @@ CHORUS_FUNC std::array<Tree, 2> double_binary_tree(const std::vector<int>& ring_
 // The narrowest parent-child path of a tree (kLocalGBps for a single GPU).
 CHORUS_FUNC double tree_bottleneck(const PathMatrix& paths, const Tree& tree);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "double_tree_inl.hpp"

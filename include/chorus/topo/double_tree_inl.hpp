@@ -11,7 +11,7 @@
 #include "../core/config.hpp"
 #include "double_tree.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 CHORUS_FUNC std::array<Tree, 2> double_binary_tree(const std::vector<int>& ring_order) {
   const int n = static_cast<int>(ring_order.size());
@@ -40,4 +40,4 @@ CHORUS_FUNC double tree_bottleneck(const PathMatrix& paths, const Tree& tree) {
   return weakest;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

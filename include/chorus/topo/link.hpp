@@ -1,7 +1,8 @@
 // The edges of the topology graph, typed, each with the bandwidth and latency chorus prices it at.
 #pragma once
+#include "../core/config.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 enum class LinkKind {
   nvlink,     // GPU-GPU, GPU-NVSwitch or GPU-CPU (POWER9); `count` bonded links
@@ -33,4 +34,4 @@ struct Link {
   double latency_us = 0.0;
 };
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

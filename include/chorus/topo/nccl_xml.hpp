@@ -28,7 +28,7 @@
 #include "topology.hpp"
 #include "xml.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // Far beyond any machine (a DGX H100 file has ~60 elements); keeps path tables bounded.
 constexpr int kMaxXmlNodes = 4096;
@@ -41,7 +41,7 @@ CHORUS_FUNC std::string write_nccl_xml(const Topology& topo);
 
 CHORUS_FUNC void write_nccl_xml_file(const Topology& topo, const std::string& path);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "nccl_xml_inl.hpp"

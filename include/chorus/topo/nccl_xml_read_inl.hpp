@@ -24,7 +24,7 @@
 #include "topology.hpp"
 #include "xml.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 constexpr const char* kXmlCall = "read_nccl_xml";
@@ -364,4 +364,4 @@ CHORUS_FUNC Topology read_nccl_xml_file(const std::string& path) {
   return topo;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -24,7 +24,7 @@
 #include "topology.hpp"
 #include "xml.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 CHORUS_FUNC std::string format_gts(double gts) {
@@ -170,4 +170,4 @@ CHORUS_FUNC void write_nccl_xml_file(const Topology& topo, const std::string& pa
   if (!out.flush()) throw detail::topo_error("write_nccl_xml", "cannot write '", path, "'");
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "bandwidth.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 enum class NodeKind { gpu, nvswitch, pci_switch, cpu, nic };
 
@@ -74,4 +75,4 @@ struct Node {
   std::string name;         // nic: RDMA device name ("mlx5_0"); others: optional label
 };
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -16,7 +16,7 @@
 #include "busid.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct NvmlLink {
   std::string remote_busid;
@@ -44,7 +44,7 @@ CHORUS_FUNC NvmlInfo read_nvml(const char* library_name = "libnvidia-ml.so.1");
 // a GPU of the topology joins one NVSwitch node.
 CHORUS_FUNC void apply_nvml(Topology& topo, const NvmlInfo& info);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "nvml_reader_inl.hpp"

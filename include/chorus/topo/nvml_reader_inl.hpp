@@ -16,7 +16,7 @@
 #include "busid.hpp"
 #include "nvml_reader.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 // NVML's ABI, as documented: every call returns 0 (NVML_SUCCESS) or an error code.
@@ -166,4 +166,4 @@ CHORUS_FUNC void apply_nvml(Topology& topo, const NvmlInfo& info) {
   }
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -17,7 +17,7 @@
 #include "path_class.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // Rejects absurd inputs before they cost memory and time: the matrix is devices^2 cells. Real
 // outputs have a few dozen columns (8 GPUs and 12 NICs on a DGX H100).
@@ -47,7 +47,7 @@ CHORUS_FUNC Error nvsmi_error(int line, const std::string& what);
 
 CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "nvsmi_parser_inl.hpp"

@@ -16,7 +16,7 @@
 #include "path_class.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 CHORUS_FUNC Error nvsmi_error(int line, const std::string& what) {
@@ -313,4 +313,4 @@ CHORUS_FUNC NvsmiMatrix parse_nvsmi(std::string_view text) {
   return m;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -30,7 +30,7 @@
 #include "text_file.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct NvsmiOptions {
   int sm = 0;                          // GPU compute capability (80 = A100); 0 = infer
@@ -89,7 +89,7 @@ CHORUS_FUNC Topology read_nvsmi(std::string_view text, const NvsmiOptions& optio
 CHORUS_FUNC Topology read_nvsmi_file(const std::string& path, const NvsmiOptions& options = {},
                                      std::vector<std::string>* warnings = nullptr);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "nvsmi_reader_inl.hpp"

@@ -16,7 +16,7 @@
 #include "../core/log.hpp"
 #include "nvsmi_reader.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 struct UnionFind {
@@ -408,4 +408,4 @@ CHORUS_FUNC Topology read_nvsmi_file(const std::string& path, const NvsmiOptions
   return topo;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

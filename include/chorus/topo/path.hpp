@@ -21,7 +21,7 @@
 #include "path_class.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct Path {
   PathType type = PathType::dis;
@@ -78,7 +78,7 @@ class PathMatrix {
 
 inline PathMatrix compute_paths(const Topology& topo) { return PathMatrix(topo); }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "path_inl.hpp"

@@ -17,7 +17,9 @@
 #include <string>
 #include <string_view>
 
-namespace chorus::topo {
+#include "../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // NCCL's path types, best first (NCCL also has C2C, P2C and PXN for Grace and rail setups;
 // chorus does not model those yet).
@@ -129,4 +131,4 @@ inline int pcie_level(SmiClass cls) {
   }
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

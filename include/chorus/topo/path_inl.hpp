@@ -13,7 +13,7 @@
 #include "../core/config.hpp"
 #include "path.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 CHORUS_FUNC SmiClassifier::SmiClassifier(const Topology& topo)
     : topo_(topo), bonds_(topo.nodes.size()), chains_(topo.nodes.size()) {
@@ -211,4 +211,4 @@ CHORUS_FUNC PathMatrix::PathMatrix(const Topology& topo)
   }
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

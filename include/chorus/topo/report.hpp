@@ -12,7 +12,7 @@
 #include "ring_search.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // "GPU0".."GPUn-1", then each NIC's RDMA name ("mlx5_0"). A NIC whose name is missing, taken by
 // an earlier NIC, or unfit for a matrix heading (spaces, a token) is "NIC<k>", as nvidia-smi
@@ -28,7 +28,7 @@ CHORUS_FUNC std::string smi_matrix(const Topology& topo, const PathMatrix& paths
 // "0 -> 3 -> 2 -> 1 -> 0" for a ring order.
 CHORUS_FUNC std::string ring_text(const std::vector<int>& order);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "report_inl.hpp"

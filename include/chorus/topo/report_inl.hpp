@@ -10,7 +10,7 @@
 #include "../core/config.hpp"
 #include "report.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 CHORUS_FUNC std::vector<std::string> device_names(const Topology& topo, const PathMatrix& paths) {
   std::vector<std::string> names;
@@ -65,4 +65,4 @@ CHORUS_FUNC std::string ring_text(const std::vector<int>& order) {
   return out;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

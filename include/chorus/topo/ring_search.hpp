@@ -36,7 +36,7 @@
 #include "path.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 struct Ring {
   std::vector<int> order;         // GPU indices; order[0] == 0
@@ -77,7 +77,7 @@ CHORUS_FUNC RingPlan search_rings(const Topology& topo, const RingSearchOptions&
 // so with rank r = GPU r every ring hop runs over the link the search chose. Empty without GPUs.
 CHORUS_FUNC std::vector<int> best_ring_order(const Topology& topo, const RingSearchOptions& options = {});
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "ring_search_inl.hpp"

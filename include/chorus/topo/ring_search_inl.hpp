@@ -12,7 +12,7 @@
 #include "../core/config.hpp"
 #include "ring_search.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 // Prices rings against per-direction link capacities (index 2*link + 0 when a hop crosses the
@@ -279,4 +279,4 @@ CHORUS_FUNC std::vector<int> best_ring_order(const Topology& topo, const RingSea
   return plan.rings.empty() ? std::vector<int>{} : plan.rings.front().order;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -19,14 +19,14 @@
 #include "text_file.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // The machine under `root` ("" or "/" for this one). Throws chorus::Error when `root` has no
 // sysfs at all, or when a file read is larger than kMaxTopologyFileBytes (no real attribute or
 // cpuinfo is); devices whose files are unreadable are skipped, as NCCL does.
 CHORUS_FUNC Topology read_sysfs(const std::string& root = "/");
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "sysfs_reader_inl.hpp"

@@ -16,7 +16,7 @@
 #include "../core/config.hpp"
 #include "sysfs_reader.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 namespace fs = std::filesystem;
@@ -258,4 +258,4 @@ CHORUS_FUNC Topology read_sysfs(const std::string& root) {
   return topo;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

@@ -9,7 +9,7 @@
 #include "../core/config.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 // Topology files are kilobytes; anything past this is not one, and reading it would only hurt
 // (a sysfs or /proc entry that links to /dev/zero never ends: uncapped, it grows one string until
@@ -22,7 +22,7 @@ CHORUS_FUNC std::string read_text_file(const std::string& path, const char* call
 // NCCL does). A file past the cap still throws: that is never one to skip quietly.
 CHORUS_FUNC std::optional<std::string> read_text_file_if_readable(const std::string& path, const char* call);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "text_file_inl.hpp"

@@ -10,7 +10,7 @@
 #include "text_file.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 // Reads `in` to its end, throwing (naming the file and the cap) once it passes the cap.
@@ -43,4 +43,4 @@ CHORUS_FUNC std::optional<std::string> read_text_file_if_readable(const std::str
   return text;
 }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

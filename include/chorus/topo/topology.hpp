@@ -16,7 +16,7 @@
 #include "link.hpp"
 #include "node.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 // Topology errors are not tied to a rank: "chorus::topo::<call>: <details>".
@@ -148,7 +148,7 @@ CHORUS_FUNC std::string describe(const Topology& topo);
 
 CHORUS_FUNC bool same_machine(const Topology& a, const Topology& b);
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo
 
 #if CHORUS_DEFINE_BODIES
 #include "topology_inl.hpp"

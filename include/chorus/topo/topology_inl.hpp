@@ -15,7 +15,7 @@
 #include "../core/error.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo {
+CHORUS_NAMESPACE_BEGIN namespace topo {
 
 namespace detail {
 CHORUS_FUNC std::string excerpt(std::string_view text, std::size_t max) {
@@ -225,4 +225,4 @@ CHORUS_FUNC std::string describe(const Topology& topo) {
 
 CHORUS_FUNC bool same_machine(const Topology& a, const Topology& b) { return describe(a) == describe(b); }
 
-}  // namespace chorus::topo
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo

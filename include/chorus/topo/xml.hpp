@@ -14,7 +14,7 @@
 #include "../core/config.hpp"
 #include "topology.hpp"
 
-namespace chorus::topo::xml {
+CHORUS_NAMESPACE_BEGIN namespace topo::xml {
 
 constexpr int kMaxDepth = 64;
 constexpr std::size_t kMaxAttributes = 64;
@@ -42,7 +42,7 @@ CHORUS_FUNC std::string escape(std::string_view value);
 // Writes an element tree, two spaces per level, empty elements as <x/>. Iterative, like the reader.
 CHORUS_FUNC std::string write(const Element& root);
 
-}  // namespace chorus::topo::xml
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo::xml
 
 #if CHORUS_DEFINE_BODIES
 #include "xml_inl.hpp"

@@ -13,7 +13,7 @@
 #include "topology.hpp"
 #include "xml.hpp"
 
-namespace chorus::topo::xml {
+CHORUS_NAMESPACE_BEGIN namespace topo::xml {
 
 namespace detail {
 CHORUS_FUNC bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -298,4 +298,4 @@ CHORUS_FUNC std::string write(const Element& root) {
   return out;
 }
 
-}  // namespace chorus::topo::xml
+}  CHORUS_NAMESPACE_END  // namespace chorus::topo::xml

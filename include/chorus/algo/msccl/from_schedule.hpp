@@ -27,12 +27,13 @@
 #include <vector>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 #include "program.hpp"
 #include "verify_layout.hpp"
 
-namespace chorus::algo::msccl {
+CHORUS_NAMESPACE_BEGIN namespace algo::msccl {
 
 struct ExportOptions {
   std::string name;  // empty: chorus_<algorithm>_<collective>_<ranks>[_inplace]
@@ -372,4 +373,4 @@ inline Program from_schedule(const Schedule& schedule, const ExportOptions& opti
   return export_detail::Exporter(schedule, options).run();
 }
 
-}  // namespace chorus::algo::msccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::msccl

@@ -18,12 +18,13 @@
 #include <vector>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 #include "program.hpp"
 #include "xml_reader.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 namespace msccl::detail {
 
@@ -353,4 +354,4 @@ inline msccl::Program parse_msccl(std::string_view xml) {
   return program;
 }
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

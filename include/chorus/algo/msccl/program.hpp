@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../schedule.hpp"
 
-namespace chorus::algo::msccl {
+CHORUS_NAMESPACE_BEGIN namespace algo::msccl {
 
 // The wire protocol NCCL uses on the program's connections; it never changes the result.
 enum class Protocol : std::uint8_t { simple, ll, ll128 };
@@ -146,4 +147,4 @@ struct Program {
   int line = 0;
 };
 
-}  // namespace chorus::algo::msccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::msccl

@@ -29,12 +29,13 @@
 #include <vector>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 #include "program.hpp"
 #include "verify.hpp"
 
-namespace chorus::algo::msccl {
+CHORUS_NAMESPACE_BEGIN namespace algo::msccl {
 
 namespace lower_detail {
 
@@ -324,4 +325,4 @@ inline Schedule to_schedule(const Program& program, std::size_t count) {
   return lower_detail::Lowering(program, count).run();
 }
 
-}  // namespace chorus::algo::msccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::msccl

@@ -22,12 +22,13 @@
 #include <vector>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 #include "program.hpp"
 #include "verify_layout.hpp"
 
-namespace chorus::algo::msccl {
+CHORUS_NAMESPACE_BEGIN namespace algo::msccl {
 
 enum class Problem : std::uint8_t { none, unsupported, deadlock, mismatched_message, race, wrong_result };
 
@@ -674,4 +675,4 @@ inline Verification verify_msccl(const Program& program) {
   return result;
 }
 
-}  // namespace chorus::algo::msccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::msccl

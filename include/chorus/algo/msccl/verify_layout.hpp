@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 #include "program.hpp"
 
-namespace chorus::algo::msccl {
+CHORUS_NAMESPACE_BEGIN namespace algo::msccl {
 
 // What one chunk holds: each (source rank, source input chunk) with how many times it was added.
 // Empty: nothing written yet (or a chunk that held no contribution).
@@ -108,4 +109,4 @@ inline Contents expected_output(const Program& program, int rank, int c) {
   return want;
 }
 
-}  // namespace chorus::algo::msccl
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::msccl

@@ -6,12 +6,13 @@
 #include <string>
 #include <string_view>
 
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 #include "from_schedule.hpp"
 #include "program.hpp"
 
-namespace chorus::algo {
+CHORUS_NAMESPACE_BEGIN namespace algo {
 
 namespace msccl {
 
@@ -76,4 +77,4 @@ inline std::string to_msccl_xml(const Schedule& schedule, const msccl::ExportOpt
   return msccl::to_xml(msccl::from_schedule(schedule, options));
 }
 
-}  // namespace chorus::algo
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo

@@ -11,9 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 
-namespace chorus::algo::msccl::detail {
+CHORUS_NAMESPACE_BEGIN namespace algo::msccl::detail {
 
 constexpr const char* kParseCall = "chorus::algo::parse_msccl";
 constexpr int kMaxXmlDepth = 16;          // the format has four levels
@@ -195,4 +196,4 @@ class XmlReader {
   int line_ = 1;
 };
 
-}  // namespace chorus::algo::msccl::detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::msccl::detail

@@ -16,7 +16,7 @@
 #include "../../core/error.hpp"
 #include "../schedule.hpp"
 
-namespace chorus::algo::verify_detail {
+CHORUS_NAMESPACE_BEGIN namespace algo::verify_detail {
 
 using chorus::detail::concat;
 
@@ -135,4 +135,4 @@ class Expressions {
   std::uint32_t cap_ = 0;
 };
 
-}  // namespace chorus::algo::verify_detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::verify_detail

@@ -14,13 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../printer.hpp"
 #include "../schedule.hpp"
 #include "expressions.hpp"
 #include "step_checks.hpp"
 
-namespace chorus::algo::verify_detail {
+CHORUS_NAMESPACE_BEGIN namespace algo::verify_detail {
 
 class Simulation {
  public:
@@ -273,4 +274,4 @@ class Simulation {
   std::vector<std::size_t> next_;                    // per rank: the next step to run
 };
 
-}  // namespace chorus::algo::verify_detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::verify_detail

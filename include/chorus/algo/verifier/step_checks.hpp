@@ -12,12 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../printer.hpp"
 #include "../schedule.hpp"
 #include "expressions.hpp"
 
-namespace chorus::algo::verify_detail {
+CHORUS_NAMESPACE_BEGIN namespace algo::verify_detail {
 
 // Where input, output and scratch start in a rank's one address space (indexed by Buffer).
 struct Layout {
@@ -139,4 +140,4 @@ inline std::string check_step(const Schedule& schedule, int rank, std::size_t in
   return defect.empty() ? defect : concat(where(schedule, rank, index), ": ", defect);
 }
 
-}  // namespace chorus::algo::verify_detail
+}  CHORUS_NAMESPACE_END  // namespace chorus::algo::verify_detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../../core/data_type.hpp"
 #include "../../core/error.hpp"
 #include "../../core/floating_copy.hpp"
@@ -23,7 +24,7 @@
 #include "../runtime_check.hpp"
 #include "../transfer_kernel.cuh"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 class CudaDevice {
  public:
@@ -275,4 +276,4 @@ class CudaDevice {
   int ordinal_;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

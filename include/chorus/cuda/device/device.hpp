@@ -28,7 +28,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace chorus::cuda {
+#include "../../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 template <class, class = void>
 struct is_device : std::false_type {};
@@ -56,4 +58,4 @@ void* allocate_zeroed(const Device& device, std::size_t bytes, const char* call,
   return pointer;
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "../../core/config.hpp"
 #include "../../core/data_type.hpp"
 #include "../../core/env.hpp"
 #include "../../core/error.hpp"
@@ -33,7 +34,7 @@
 #include "twin_ipc_registry.hpp"
 #include "twin_stream.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 class TwinDevice {
  public:
@@ -273,4 +274,4 @@ class TwinDevice {
   int ordinal_;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

@@ -8,10 +8,11 @@
 #include <map>
 #include <mutex>
 
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 #include "../ipc_record.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 // The twin's driver: exports allocations as handles and opens them again, counting opens.
 class IpcRegistry {
@@ -69,4 +70,4 @@ class IpcRegistry {
   std::map<void*, int> open_;
 };
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

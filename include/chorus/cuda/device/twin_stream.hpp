@@ -27,7 +27,9 @@
 #include <utility>
 #include <vector>
 
-namespace chorus::cuda::twin {
+#include "../../core/config.hpp"
+
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 // The points of one event, shared by the event and the stream work that reaches or awaits them, so that an
 // event may be destroyed while a record of it is still queued (cudaEventDestroy allows it: the resources go
@@ -260,4 +262,4 @@ class Stream {
   std::thread worker_;  // last: starts after every member above exists
 };
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

@@ -2,6 +2,7 @@
 // CPU twin both call this, with their own Block.
 #pragma once
 
+#include "../../core/config.hpp"
 #include "all_reduce_call.hpp"
 #include "ll_one_shot.hpp"
 #include "one_shot.hpp"
@@ -9,7 +10,7 @@
 #include "tree.hpp"
 #include "two_shot.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
@@ -26,4 +27,4 @@ CHORUS_HOST_DEVICE inline bool all_reduce(const Block& block, const RankView& vi
   return false;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -3,10 +3,11 @@
 
 #include <cstddef>
 
+#include "../../core/config.hpp"
 #include "../../core/reduce_op.hpp"
 #include "rank_view.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 template <class T>
 struct AllReduceCall {
@@ -43,4 +44,4 @@ CHORUS_HOST_DEVICE inline T* result_of(const RankView& view, int rank) {
   return reinterpret_cast<T*>(view.scratch[rank] + view.layout.result_offset());
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -10,7 +10,7 @@
 #include "partition.hpp"
 #include "rank_view.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // Only the first timeout of a rank is kept: it names the wait that started the stall; later ones are
 // its consequences. The fields are written before `timed_out` is released.
@@ -81,4 +81,4 @@ CHORUS_HOST_DEVICE inline bool flag_barrier(const Block& block, const RankView& 
   return !block.sync_or(!ok);
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -16,7 +16,7 @@
 #include "ring.hpp"
 #include "ring_collectives.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // How far this rank is from `root` along `ring` (0 at the root, n-1 at the rank before it).
 CHORUS_HOST_DEVICE inline int chain_distance(const RingView& ring, int n, int root) {
@@ -98,4 +98,4 @@ CHORUS_HOST_DEVICE inline bool chain_reduce(const Block& block, const RankView& 
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -3,6 +3,7 @@
 // the CPU twin both call this, with their own Block.
 #pragma once
 
+#include "../../core/config.hpp"
 #include "all_reduce.hpp"
 #include "chain.hpp"
 #include "collective_call.hpp"
@@ -10,7 +11,7 @@
 #include "ring_collectives.hpp"
 #include "staged.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
@@ -32,4 +33,4 @@ CHORUS_HOST_DEVICE inline bool collective(const Block& block, const RankView& vi
   return false;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -10,7 +10,7 @@
 #include "../../core/reduce_op.hpp"
 #include "all_reduce_call.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 template <class T>
 struct CollectiveCall {
@@ -39,4 +39,4 @@ CHORUS_HOST_DEVICE constexpr bool supports(Collective collective, KernelAlgorith
   return false;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -11,7 +11,7 @@
 #include "../../core/config.hpp"
 #include "bounded_wait.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 struct EdgeEnd {
   unsigned char* slots;  // the receiver's `depth` slots of this edge
@@ -59,4 +59,4 @@ CHORUS_HOST_DEVICE inline void edge_post_consumed(const Block& block, const Edge
   block.store_release(edge.tail, edge.count + 1);
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

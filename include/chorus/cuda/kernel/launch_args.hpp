@@ -6,12 +6,13 @@
 #include <cstddef>
 
 #include "../../core/collective.hpp"
+#include "../../core/config.hpp"
 #include "../../core/reduce_op.hpp"
 #include "all_reduce_call.hpp"
 #include "p2p.hpp"
 #include "rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // Every rank's buffers for one collective.
 struct CallBuffers {
@@ -44,4 +45,4 @@ struct LaunchShape {
   int threads;
 };
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda

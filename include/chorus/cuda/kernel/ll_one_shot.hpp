@@ -22,7 +22,7 @@
 #include "bounded_wait.hpp"
 #include "partition.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // Every rank zeroes its own LL buffer (flag 0 is never a call's) between two barriers of block 0: after
 // the first no peer still writes or reads a round of the old flags, and the second keeps every peer's
@@ -122,4 +122,4 @@ CHORUS_HOST_DEVICE inline bool ll_one_shot_all_reduce(const Block& block, const 
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

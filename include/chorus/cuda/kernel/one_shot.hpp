@@ -10,7 +10,7 @@
 #include "partition.hpp"
 #include "reduce_copy.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // False if a wait timed out (the TimeoutRecord says which); then the rank's counters are not advanced.
 CHORUS_HOST_DEVICE_TEMPLATE
@@ -41,4 +41,4 @@ CHORUS_HOST_DEVICE inline bool one_shot_all_reduce(const Block& block, const Ran
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

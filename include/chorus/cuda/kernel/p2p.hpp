@@ -19,7 +19,7 @@
 #include "partition.hpp"
 #include "reduce_copy.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // Slot `sequence` of the FIFO that `source` fills at `receiver` for block `block`.
 template <class T>
@@ -177,4 +177,4 @@ CHORUS_HOST_DEVICE inline bool p2p(const Block& block, const RankView& view, con
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -5,9 +5,10 @@
 
 #include <cstddef>
 
+#include "../../core/config.hpp"
 #include "rank_view.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 struct P2pEntry {
   int peer;            // sends: the receiver; receives: the sender (== this rank: a local copy)
@@ -27,4 +28,4 @@ struct P2pTable {
   P2pEntry recvs[kMaxRanks];
 };
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -9,7 +9,7 @@
 #include "collective_call.hpp"
 #include "p2p.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 CHORUS_HOST_DEVICE inline P2pTable pairwise_table(const RankView& view, const void* input, void* output, std::size_t count,
                                                   std::size_t element_bytes) {
@@ -37,4 +37,4 @@ CHORUS_HOST_DEVICE inline bool pairwise_all_to_all(const Block& block, const Ran
   return p2p<T>(block, view, pairwise_table(view, call.input, call.output, call.count, sizeof(T)));
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -9,7 +9,7 @@
 #include "../../algo/chunking.hpp"
 #include "../../core/config.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 using algo::Range;
 
@@ -172,4 +172,4 @@ CHORUS_HOST_DEVICE constexpr int ring_gather_block_position(int position, int st
   return algo::mod(position - 1 - step, n);
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -9,7 +9,7 @@
 
 #include "../../core/config.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 inline constexpr int kMaxRanks = 8;
 inline constexpr int kMaxBlocks = 32;  // per rank: channels of the ring, slices of the others
@@ -210,4 +210,4 @@ struct RankView {
   CHORUS_HOST_DEVICE const RingView& ring(int block) const { return ring_table[ring_of_block(block, rings)]; }
 };
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -17,7 +17,7 @@
 #include "partition.hpp"
 #include "rank_view.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 inline constexpr int kMaxSources = kMaxRanks + 1;
 inline constexpr int kMaxDestinations = kMaxRanks + 1;
@@ -109,4 +109,4 @@ CHORUS_HOST_DEVICE inline void reduce_copy(const Block& block, const ReduceCopyA
   }
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

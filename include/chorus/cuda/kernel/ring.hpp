@@ -20,7 +20,7 @@
 #include "partition.hpp"
 #include "reduce_copy.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 template <class T>
 struct Fifo {
@@ -149,4 +149,4 @@ CHORUS_HOST_DEVICE inline bool ring_all_reduce(const Block& block, const RankVie
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -9,7 +9,7 @@
 #include "collective_call.hpp"
 #include "ring.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // One rank: the input is the output (block 0 of all_gather, the whole of reduce_scatter).
 CHORUS_HOST_DEVICE_TEMPLATE
@@ -106,4 +106,4 @@ CHORUS_HOST_DEVICE inline bool ring_reduce_scatter(const Block& block, const Ran
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -13,7 +13,7 @@
 #include "partition.hpp"
 #include "reduce_copy.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // Where block `block` of a rank keeps staged part `part` (of `parts`) this round.
 struct StagedSlot {
@@ -149,4 +149,4 @@ CHORUS_HOST_DEVICE inline bool staged_all_to_all(const Block& block, const RankV
       });
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

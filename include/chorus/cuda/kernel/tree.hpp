@@ -33,7 +33,7 @@
 #include "partition.hpp"
 #include "reduce_copy.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 // Pieces: every rank and both trees take the same number of steps, so the count comes from the larger half
 // (half 0) and each half's share is cut into that many near-equal pieces, each within a slot.
@@ -195,4 +195,4 @@ CHORUS_HOST_DEVICE inline bool tree_all_reduce(const Block& block, const RankVie
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

@@ -10,7 +10,7 @@
 #include "partition.hpp"
 #include "reduce_copy.hpp"
 
-namespace chorus::cuda::kernel {
+CHORUS_NAMESPACE_BEGIN namespace cuda::kernel {
 
 CHORUS_HOST_DEVICE_TEMPLATE
 template <class T, class Block>
@@ -71,4 +71,4 @@ CHORUS_HOST_DEVICE inline bool two_shot_all_reduce(const Block& block, const Ran
   return true;
 }
 
-}  // namespace chorus::cuda::kernel
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::kernel

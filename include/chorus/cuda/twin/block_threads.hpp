@@ -15,10 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/config.hpp"
 #include "../kernel/rank_view.hpp"
 #include "host_block.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 class BlockThreads {
  public:
@@ -71,4 +72,4 @@ class BlockThreads {
   std::exception_ptr failure_;
 };
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

@@ -8,10 +8,11 @@
 #include <cstdint>
 #include <thread>
 
+#include "../../core/config.hpp"
 #include "../kernel/rank_view.hpp"
 #include "lane_group.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 class HostBlock {
  public:
@@ -63,4 +64,4 @@ class HostBlock {
   const std::uint32_t* aborted_;
 };
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

@@ -14,10 +14,11 @@
 //   });
 #pragma once
 
+#include "../../core/config.hpp"
 #include "../basic_ipc_comm.hpp"
 #include "../device/twin_device.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 using IpcOptions = BasicTeamOptions<TwinDevice>;
 using IpcComm = BasicIpcComm<TwinDevice>;
@@ -25,4 +26,4 @@ using IpcRank = IpcComm;  // errors name it as its GPU twin: "cuda::twin::IpcCom
 
 static_assert(check_communicator<IpcRank>(), "the IPC twin must satisfy the communicator contract");
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

@@ -9,9 +9,10 @@
 #include <cstdint>
 #include <mutex>
 
+#include "../../core/config.hpp"
 #include "../../core/error.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 class LaneGroup {
  public:
@@ -47,4 +48,4 @@ class LaneGroup {
   bool result_ = false;
 };
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

@@ -10,12 +10,13 @@
 #pragma once
 
 #include "../../core/communicator.hpp"
+#include "../../core/config.hpp"
 #include "../team_adapter.hpp"
 #include "twin_team.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 using RankComm = BasicRankComm<TeamAdapter<TwinDevice>>;
 static_assert(check_communicator<RankComm>(), "chorus::cuda::twin::RankComm must satisfy the communicator contract");
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin

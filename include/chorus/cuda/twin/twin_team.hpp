@@ -12,14 +12,15 @@
 //   team.synchronize();   // the results may be read now; a kernel timeout is chorus::Error here
 #pragma once
 
+#include "../../core/config.hpp"
 #include "../basic_team.hpp"
 #include "../device/twin_device.hpp"
 
-namespace chorus::cuda::twin {
+CHORUS_NAMESPACE_BEGIN namespace cuda::twin {
 
 using Options = BasicTeamOptions<TwinDevice>;
 using Team = BasicTeam<TwinDevice>;
 
-}  // namespace chorus::cuda::twin
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda::twin
 
 #include "twin_comm.hpp"
