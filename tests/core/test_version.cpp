@@ -3,8 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <chorus/core/config.hpp>
+#include <chorus/core/reduce_op.hpp>
 
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
 
 namespace test_version {
 
@@ -18,6 +22,24 @@ TEST_CASE("The headers' version is meson.build's, as an integer and as a string"
   FAIL("CHORUS_VERSION is below 0.1.0");
 #endif
   static_assert(CHORUS_VERSION_MINOR < 100 && CHORUS_VERSION_PATCH < 100, "two decimal digits each");
+}
+
+// The ABI tag (docs/abi.md) is the whole version plus the mode, so the two modes never share a symbol.
+constexpr std::string_view kTag = CHORUS_ABI_TAG_STRING;
+constexpr std::string_view kVersionTag = "v" CHORUS_STRINGIZE(CHORUS_VERSION_MAJOR) "_" CHORUS_STRINGIZE(
+    CHORUS_VERSION_MINOR) "_" CHORUS_STRINGIZE(CHORUS_VERSION_PATCH);
+#if defined(CHORUS_COMPILED_LIB)
+static_assert(kTag.substr(0, kVersionTag.size()) == kVersionTag && kTag.substr(kVersionTag.size()) == "_lib",
+              "compiled mode: the version tag plus _lib");
+#else
+static_assert(kTag == kVersionTag, "header-only: the version tag alone");
+#endif
+
+TEST_CASE("chorus names live in the inline namespace named by the ABI tag") {
+  // Mangled names carry the tag (what the linker compares); code still writes chorus::ReduceOp.
+  std::string mangled = typeid(chorus::ReduceOp).name();
+  CHECK(mangled.find(std::to_string(kTag.size()) + std::string(kTag) + "8ReduceOp") != std::string::npos);
+  static_assert(std::is_same_v<chorus::ReduceOp, chorus::CHORUS_ABI_TAG::ReduceOp>);
 }
 
 }  // namespace test_version
