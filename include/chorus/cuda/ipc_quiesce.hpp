@@ -19,9 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "kernel/rank_view.hpp"
 
-namespace chorus::cuda {
+CHORUS_NAMESPACE_BEGIN namespace cuda {
 
 // True once every credit owed to `rank` has arrived in `signals` (or there is nothing owed), false when
 // `bound` passed first (a peer that failed or was aborted before consuming what it was sent).
@@ -58,4 +59,4 @@ bool wait_for_peer_credits(const Device& device, const kernel::Signals* signals,
   }
 }
 
-}  // namespace chorus::cuda
+}  CHORUS_NAMESPACE_END  // namespace chorus::cuda
