@@ -6,29 +6,22 @@
 
 namespace chorus::test {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitized = true;
+// GCC defines __SANITIZE_*__; clang answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitized = true;
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitized = true;
+inline constexpr bool kAddressSanitized = __has_feature(address_sanitizer);
 #else
-inline constexpr bool kSanitized = false;
+inline constexpr bool kAddressSanitized = false;
 #endif
-#else
-inline constexpr bool kSanitized = false;
-#endif
-
 // ThreadSanitizer alone: the stage that looks for races, which do not depend on what the bytes mean.
 #if defined(__SANITIZE_THREAD__)
 inline constexpr bool kThreadSanitized = true;
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitized = true;
+inline constexpr bool kThreadSanitized = __has_feature(thread_sanitizer);
 #else
 inline constexpr bool kThreadSanitized = false;
 #endif
-#else
-inline constexpr bool kThreadSanitized = false;
-#endif
+inline constexpr bool kSanitized = kAddressSanitized || kThreadSanitized;
 
 }  // namespace chorus::test
